@@ -1,0 +1,131 @@
+"""Settings: every option in one place, read once by the composition root and passed down.
+
+Environment variable names are the field names in upper case (``QDRANT_URL`` sets
+``qdrant_url``). Unset server URLs mean the embedded default: a SQLite file, embedded Qdrant
+(qdrant-edge) and in-process working memory under ``AGENTCORE_DATA_DIR``.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr, ValidationError, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from agentcore.domain.errors import ConfigurationError
+
+_WEIGHT_FIELDS = (
+    "memory_relevance_weight",
+    "memory_recency_weight",
+    "memory_frequency_weight",
+    "memory_stage_relevance_weight",
+    "memory_criticality_weight",
+    "memory_error_correction_weight",
+)
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_file=None, extra="ignore", frozen=True)
+
+    # Where the embedded mode keeps its files.
+    agentcore_data_dir: Path = Path("./data")
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+    # Servers (production). Unset = embedded.
+    database_url: str | None = None
+    redis_url: str | None = None
+    qdrant_url: str | None = None
+    qdrant_api_key: SecretStr | None = None
+    qdrant_collection_name: str = Field("agentcore_memories", min_length=1)
+    redis_memory_db: int = Field(1, ge=0, le=15)
+
+    # Models.
+    embedder: Literal["local", "openai"] = "local"
+    openai_api_key: SecretStr | None = None
+    openai_base_url: str | None = None
+    mem0_embedding_model: str = "text-embedding-3-small"
+    mem0_llm_model: str = "gpt-4.1-mini"
+    compression_model: str = "gpt-4.1-mini"
+    reasoning_model: str = "gpt-4.1"
+
+    # Limits.
+    memory_max_context_length: int = Field(10_000, ge=1, description="max content, characters")
+    memory_max_query_length: int = Field(2_000, ge=1, description="max search query, characters")
+    memory_max_batch_size: int = Field(100, ge=1, le=10_000)
+
+    # Layers.
+    working_memory_ttl: int = Field(3600, ge=1)
+    working_memory_max_tokens: int = Field(4000, ge=100)
+    episodic_memory_max_episodes: int = Field(50, ge=1)
+    semantic_memory_capacity: int = Field(1000, ge=1)
+    procedural_memory_min_occurrences: int = Field(3, ge=1)
+
+    # COMPASS compression and stages.
+    stage_compression_ratio_target: float = Field(10.0, gt=1)
+    task_compression_ratio_target: float = Field(5.0, gt=1)
+    compression_quality_threshold: float = Field(0.95, ge=0, le=1)
+    stage_auto_transition: bool = True
+    stage_completion_auto_compress: bool = True
+    stage_default_duration_seconds: int = Field(1800, ge=1)
+    error_tracking_enabled: bool = True
+    error_pattern_detection_threshold: int = Field(2, ge=1)
+
+    # Retrieval score weights (DESIGN §4): non-negative, summing to 1.
+    memory_relevance_weight: float = Field(0.35, ge=0, le=1)
+    memory_recency_weight: float = Field(0.15, ge=0, le=1)
+    memory_frequency_weight: float = Field(0.10, ge=0, le=1)
+    memory_stage_relevance_weight: float = Field(0.20, ge=0, le=1)
+    memory_criticality_weight: float = Field(0.10, ge=0, le=1)
+    memory_error_correction_weight: float = Field(0.10, ge=0, le=1)
+    memory_recency_half_life_hours: float = Field(168.0, gt=0)
+
+    # Cost control.
+    monthly_token_budget_usd: float = Field(1000.0, ge=0)
+    alert_threshold_pct: float = Field(75.0, ge=0, le=100)
+
+    # Vector writes owed to the vector store are retried this often (seconds).
+    vector_sync_interval: float = Field(1.0, gt=0)
+
+    @model_validator(mode="after")
+    def _weights_sum_to_one(self) -> Settings:
+        total = sum(getattr(self, name) for name in _WEIGHT_FIELDS)
+        if not math.isclose(total, 1.0, abs_tol=1e-6):
+            names = ", ".join(name.upper() for name in _WEIGHT_FIELDS)
+            raise ValueError(f"{names} must sum to 1 (they sum to {total:g})")
+        return self
+
+    @property
+    def embedded(self) -> bool:
+        return self.database_url is None
+
+    @property
+    def sqlalchemy_url(self) -> str:
+        """The async SQLAlchemy URL: the configured database, or the embedded SQLite file."""
+        if self.database_url is None:
+            return f"sqlite+aiosqlite:///{self.agentcore_data_dir.resolve() / 'agentcore.db'}"
+        url = self.database_url
+        for prefix in ("postgresql://", "postgres://", "postgresql+psycopg2://"):
+            if url.startswith(prefix):
+                return "postgresql+psycopg://" + url[len(prefix) :]
+        return url
+
+    @property
+    def weights(self) -> dict[str, float]:
+        return {
+            name.removeprefix("memory_").removesuffix("_weight"): getattr(self, name)
+            for name in _WEIGHT_FIELDS
+        }
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Read the environment; a bad value raises ConfigurationError naming the variable."""
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            name = str(error["loc"][0]).upper() if error["loc"] else "settings"
+            problems.append(f"{name}: {error['msg']}")
+        raise ConfigurationError("invalid configuration: " + "; ".join(problems)) from None

@@ -1,0 +1,1 @@
+"""Pure domain: models, scope rules and errors. No I/O."""

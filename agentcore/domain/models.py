@@ -1,0 +1,143 @@
+"""Domain values: layers, scopes, stages and the memory record itself."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field, fields
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+
+class Layer(StrEnum):
+    """The kind of memory (DESIGN §1)."""
+
+    WORKING = "working"
+    EPISODIC = "episodic"
+    SEMANTIC = "semantic"
+    PROCEDURAL = "procedural"
+
+
+class ScopeLevel(StrEnum):
+    """Who and where a memory belongs. Declared most specific first: that order is precedence."""
+
+    TASK = "task"
+    AGENT = "agent"
+    USER = "user"
+    SESSION = "session"
+    PROJECT = "project"
+    TEAM = "team"
+    ORG = "org"
+    COMPANY = "company"
+
+    @property
+    def id_field(self) -> str:
+        return f"{self.value}_id"
+
+    @property
+    def precedence(self) -> int:
+        """0 for the most specific level."""
+        return _PRECEDENCE[self]
+
+
+_PRECEDENCE = {level: rank for rank, level in enumerate(ScopeLevel)}
+
+
+class StageType(StrEnum):
+    PLANNING = "planning"
+    EXECUTION = "execution"
+    REFLECTION = "reflection"
+    VERIFICATION = "verification"
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeIds:
+    """The scope identifiers a memory carries or a caller supplies (BR-1: at least one)."""
+
+    task_id: str | None = None
+    agent_id: str | None = None
+    user_id: str | None = None
+    session_id: str | None = None
+    project_id: str | None = None
+    team_id: str | None = None
+    org_id: str | None = None
+    company_id: str | None = None
+
+    def get(self, level: ScopeLevel) -> str | None:
+        value: str | None = getattr(self, level.id_field)
+        return value
+
+    def present(self) -> dict[ScopeLevel, str]:
+        """The supplied identifiers by level, most specific first."""
+        return {level: value for level in ScopeLevel if (value := self.get(level)) is not None}
+
+    def as_dict(self) -> dict[str, str | None]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def scope_key(level: ScopeLevel, identifier: str) -> str:
+    """The single keyword a memory is filtered by: its scope level and that level's id."""
+    return f"{level.value}:{identifier}"
+
+
+def new_id() -> str:
+    return str(uuid.uuid4())
+
+
+@dataclass(slots=True)
+class Memory:
+    """One stored memory. Postgres (or the embedded SQLite file) holds the truth about it."""
+
+    id: str
+    content: str
+    layer: Layer
+    scope_level: ScopeLevel
+    scope: ScopeIds
+    created_at: datetime
+    updated_at: datetime
+    metadata: dict[str, Any] = field(default_factory=dict)
+    tags: list[str] = field(default_factory=list)
+    key: str | None = None
+    stage_id: str | None = None
+    critical: bool = False
+    importance: float = 0.5
+    access_count: int = 0
+    last_accessed_at: datetime | None = None
+    expires_at: datetime | None = None
+    # Provenance (scoped-memory-store §5.7): where the memory came from and what it replaced.
+    source: str = "api"
+    confidence: float | None = None
+    promoted_from_id: str | None = None
+    compacted_from_ids: list[str] = field(default_factory=list)
+    created_in_session_id: str | None = None
+    embedding_model: str | None = None
+
+    @property
+    def scope_key(self) -> str:
+        identifier = self.scope.get(self.scope_level)
+        assert identifier is not None, "a memory always carries its own level's id"
+        return scope_key(self.scope_level, identifier)
+
+    def is_expired(self, now: datetime) -> bool:
+        return self.expires_at is not None and self.expires_at <= now
+
+
+class EventKind(StrEnum):
+    ADD = "add"
+    UPDATE = "update"
+    DELETE = "delete"
+    PROMOTE = "promote"
+    COMPACT = "compact"
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryEvent:
+    """One change in a memory's history; ``before``/``after`` hold the changed fields."""
+
+    id: str
+    memory_id: str
+    kind: EventKind
+    at: datetime
+    before: dict[str, Any] | None = None
+    after: dict[str, Any] | None = None
+    actor: str | None = None

@@ -1,0 +1,1 @@
+"""Use cases. Services receive their collaborators (ports); they never build them."""

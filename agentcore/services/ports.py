@@ -1,0 +1,205 @@
+"""Ports: what the services need from the outside world, by role. Adapters implement them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from types import TracebackType
+from typing import Any, Protocol, Self
+
+import numpy as np
+import numpy.typing as npt
+
+from agentcore.domain.models import Layer, Memory, MemoryEvent
+
+Vectors = npt.NDArray[np.float32]
+
+# Stored as the expiry of memories that never expire, so one range filter excludes the expired.
+NEVER_EXPIRES = 32_503_680_000.0  # 3000-01-01T00:00:00Z
+
+
+class Embedder(Protocol):
+    """Turns text into unit-length float32 vectors of a fixed dimension."""
+
+    @property
+    def model_name(self) -> str: ...
+
+    @property
+    def dimension(self) -> int: ...
+
+    async def embed(self, texts: Sequence[str]) -> Vectors:
+        """One row per text, L2-normalized. Raises ``EmbeddingFailed`` on provider failure."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class VectorPoint:
+    """A memory's vector and the payload needed to filter it (never the truth about it)."""
+
+    id: str
+    vector: Sequence[float] | npt.NDArray[np.float32]
+    scope_key: str
+    scope_ids: dict[str, str]
+    layer: str
+    stage_id: str | None = None
+    tags: Sequence[str] = ()
+    critical: bool = False
+    expires_at: float = NEVER_EXPIRES
+    created_at: float = 0.0
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class VectorFilter:
+    """Conditions joined by AND; ``None`` or empty means no condition on that field.
+
+    ``metadata`` matches exact scalar values of top-level metadata keys.
+    ``alive_at`` keeps points whose ``expires_at`` is later than it (epoch seconds).
+    """
+
+    scope_keys: Sequence[str]
+    layers: Sequence[str] | None = None
+    stage_id: str | None = None
+    tags_any: Sequence[str] | None = None
+    metadata: dict[str, str | int | bool] | None = None
+    alive_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class VectorHit:
+    id: str
+    score: float  # cosine similarity in [-1, 1], higher is closer
+
+
+class VectorStore(Protocol):
+    """Vectors plus filterable payload for memories. Writes are idempotent upserts by id."""
+
+    @property
+    def name(self) -> str: ...
+
+    async def ensure_collection(self, dimension: int, embedder_name: str) -> None:
+        """Create the collection or check it; a different dimension raises ConfigurationError."""
+        ...
+
+    async def upsert(self, points: Sequence[VectorPoint]) -> None: ...
+
+    async def delete(self, ids: Sequence[str]) -> None: ...
+
+    async def search(
+        self,
+        vector: npt.NDArray[np.float32],
+        flt: VectorFilter,
+        limit: int,
+        score_threshold: float | None = None,
+    ) -> list[VectorHit]:
+        """Closest points first."""
+        ...
+
+    async def count(self, flt: VectorFilter) -> int: ...
+
+    async def flush(self) -> None:
+        """Make every write so far durable on disk (a no-op where the server already is)."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ListQuery:
+    scope_keys: Sequence[str]
+    layer: Layer | None = None
+    stage_id: str | None = None
+    tags_any: Sequence[str] | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    alive_at: datetime | None = None
+    order_desc: bool = True
+    limit: int = 50
+    after: tuple[datetime, str] | None = None  # keyset cursor: (created_at, id) of the last row
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxEntry:
+    """A vector write still owed to the vector store: ``op`` is ``upsert`` or ``delete``."""
+
+    id: int
+    memory_id: str
+    op: str
+    attempts: int
+
+
+class MemoryRepository(Protocol):
+    async def add(self, memory: Memory) -> None: ...
+
+    async def get(self, memory_id: str) -> Memory | None: ...
+
+    async def get_many(self, memory_ids: Sequence[str]) -> list[Memory]:
+        """Found memories only, in no particular order."""
+        ...
+
+    async def update(self, memory: Memory) -> None: ...
+
+    async def delete(self, memory_ids: Sequence[str]) -> int: ...
+
+    async def page(self, query: ListQuery) -> tuple[list[Memory], int]:
+        """One page in (created_at, id) order, and the total count matching the filters."""
+        ...
+
+    async def ids_in_scope(self, scope_key: str, layer: Layer) -> list[str]: ...
+
+    async def record_access(self, memory_ids: Sequence[str], at: datetime) -> None:
+        """Increment access_count and set last_accessed_at."""
+        ...
+
+
+class HistoryRepository(Protocol):
+    async def add(self, event: MemoryEvent) -> None: ...
+
+    async def for_memory(self, memory_id: str) -> list[MemoryEvent]:
+        """Oldest first."""
+        ...
+
+
+class OutboxRepository(Protocol):
+    async def add(self, memory_id: str, op: str) -> None: ...
+
+    async def pending(self, limit: int) -> list[OutboxEntry]: ...
+
+    async def remove(self, entry_ids: Sequence[int]) -> None: ...
+
+    async def mark_failed(self, entry_ids: Sequence[int]) -> None: ...
+
+
+class SettingsRepository(Protocol):
+    """Small key/value facts about the store itself (for example the embedder it was built with)."""
+
+    async def get(self, name: str) -> str | None: ...
+
+    async def put(self, name: str, value: str) -> None: ...
+
+
+class UnitOfWork(Protocol):
+    """``async with uow:`` opens one transaction; it rolls back unless ``commit()`` was called."""
+
+    memories: MemoryRepository
+    history: HistoryRepository
+    outbox: OutboxRepository
+    store_settings: SettingsRepository
+
+    async def __aenter__(self) -> Self: ...
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
+
+    async def commit(self) -> None: ...
+
+
+class UnitOfWorkFactory(Protocol):
+    def __call__(self) -> UnitOfWork: ...
