@@ -85,8 +85,11 @@ class Settings(BaseSettings):
     monthly_token_budget_usd: float = Field(1000.0, ge=0)
     alert_threshold_pct: float = Field(75.0, ge=0, le=100)
 
-    # Vector writes owed to the vector store are retried this often (seconds).
+    # Vector writes that failed are retried every VECTOR_SYNC_INTERVAL seconds; the embedded
+    # vector store is flushed to disk every VECTOR_FLUSH_INTERVAL seconds (until then the
+    # database's outbox keeps what a machine crash could lose).
     vector_sync_interval: float = Field(1.0, gt=0)
+    vector_flush_interval: float = Field(30.0, gt=0)
 
     @model_validator(mode="after")
     def _weights_sum_to_one(self) -> Settings:

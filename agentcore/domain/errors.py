@@ -21,6 +21,12 @@ class AgentCoreError(Exception):
         self.details = details
 
 
+class InvalidParams(AgentCoreError):
+    """Well-typed params that break a rule (JSON-RPC -32602). ``details['errors']`` names fields."""
+
+    code = "INVALID_PARAMS"
+
+
 class InvalidLayer(AgentCoreError):
     code = "INVALID_LAYER"
 

@@ -132,10 +132,14 @@ class EventKind(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class MemoryEvent:
-    """One change in a memory's history; ``before``/``after`` hold the changed fields."""
+    """One change in a memory's history; ``before``/``after`` hold the changed fields.
+
+    ``scope_key`` is kept so the owner can still read the history after a delete.
+    """
 
     id: str
     memory_id: str
+    scope_key: str
     kind: EventKind
     at: datetime
     before: dict[str, Any] | None = None

@@ -54,9 +54,10 @@ class VectorPoint:
 
 @dataclass(frozen=True, slots=True)
 class VectorFilter:
-    """Conditions joined by AND; ``None`` or empty means no condition on that field.
+    """Conditions joined by AND; ``None`` or empty means no condition on that field, except
+    ``scope_keys``: empty matches nothing (isolation fails closed).
 
-    ``metadata`` matches exact scalar values of top-level metadata keys.
+    ``metadata`` matches exact scalar values of top-level metadata keys (keys without dots).
     ``alive_at`` keeps points whose ``expires_at`` is later than it (epoch seconds).
     """
 
@@ -101,7 +102,10 @@ class VectorStore(Protocol):
     async def count(self, flt: VectorFilter) -> int: ...
 
     async def flush(self) -> None:
-        """Make every write so far durable on disk (a no-op where the server already is)."""
+        """Make every write so far durable against a machine crash (a no-op on a server).
+
+        It may block for hundreds of milliseconds; call it periodically, never per request.
+        """
         ...
 
     async def close(self) -> None: ...
@@ -164,13 +168,21 @@ class HistoryRepository(Protocol):
 
 
 class OutboxRepository(Protocol):
-    async def add(self, memory_id: str, op: str) -> None: ...
+    async def add(self, memory_id: str, op: str) -> int:
+        """Queue a write; returns the entry id."""
+        ...
 
-    async def pending(self, limit: int) -> list[OutboxEntry]: ...
+    async def pending(
+        self, limit: int, *, failed_only: bool = False, created_before: datetime | None = None
+    ) -> list[OutboxEntry]:
+        """Oldest first; ``failed_only`` keeps entries with at least one failed attempt."""
+        ...
 
     async def remove(self, entry_ids: Sequence[int]) -> None: ...
 
     async def mark_failed(self, entry_ids: Sequence[int]) -> None: ...
+
+    async def count(self) -> int: ...
 
 
 class SettingsRepository(Protocol):

@@ -1,0 +1,351 @@
+"""SQL repositories: memories (rows ⇄ domain ``Memory``, keyset pages), history, outbox,
+store settings. Each works inside the unit of work's ``AsyncSession``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any, cast
+
+from sqlalchemy import (
+    ColumnElement,
+    Select,
+    String,
+    Table,
+    delete,
+    func,
+    insert,
+    literal,
+    or_,
+    select,
+    tuple_,
+    update,
+)
+from sqlalchemy.engine import CursorResult
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from agentcore.adapters.db.dialect import (
+    chunks,
+    insert_ignoring_conflicts,
+    json_array_contains_any,
+    upsert,
+)
+from agentcore.adapters.db.tables import (
+    MemoryHistoryRow,
+    MemoryRow,
+    StoreSettingRow,
+    VectorOutboxRow,
+)
+from agentcore.adapters.db.types import UTCDateTime
+from agentcore.domain.errors import Conflict, MemoryNotFound
+from agentcore.domain.models import EventKind, Layer, Memory, MemoryEvent, ScopeIds, ScopeLevel
+from agentcore.services.ports import ListQuery, OutboxEntry
+
+_TABLE = cast(Table, MemoryRow.__table__)
+_HISTORY = cast(Table, MemoryHistoryRow.__table__)
+_OUTBOX = cast(Table, VectorOutboxRow.__table__)
+_SETTINGS = cast(Table, StoreSettingRow.__table__)
+OUTBOX_OPS = frozenset({"upsert", "delete"})
+_SCOPE_FIELDS = tuple(level.id_field for level in ScopeLevel)
+
+
+def memory_values(memory: Memory) -> dict[str, Any]:
+    """The column values of ``memory`` (table column names, not attribute names)."""
+    scope = memory.scope.as_dict()
+    return {
+        "id": memory.id,
+        "content": memory.content,
+        "layer": memory.layer.value,
+        "scope_level": memory.scope_level.value,
+        "scope_key": memory.scope_key,
+        **{name: scope[name] for name in _SCOPE_FIELDS},
+        "metadata": dict(memory.metadata),
+        "tags": list(memory.tags),
+        "key": memory.key,
+        "stage_id": memory.stage_id,
+        "critical": memory.critical,
+        "importance": memory.importance,
+        "access_count": memory.access_count,
+        "last_accessed_at": memory.last_accessed_at,
+        "created_at": memory.created_at,
+        "updated_at": memory.updated_at,
+        "expires_at": memory.expires_at,
+        "source": memory.source,
+        "confidence": memory.confidence,
+        "promoted_from_id": memory.promoted_from_id,
+        "compacted_from_ids": list(memory.compacted_from_ids),
+        "created_in_session_id": memory.created_in_session_id,
+        "embedding_model": memory.embedding_model,
+    }
+
+
+def memory_from_row(row: MemoryRow) -> Memory:
+    return Memory(
+        id=row.id,
+        content=row.content,
+        layer=Layer(row.layer),
+        scope_level=ScopeLevel(row.scope_level),
+        scope=ScopeIds(**{name: getattr(row, name) for name in _SCOPE_FIELDS}),
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        metadata=dict(row.metadata_ or {}),
+        tags=list(row.tags or []),
+        key=row.key,
+        stage_id=row.stage_id,
+        critical=row.critical,
+        importance=row.importance,
+        access_count=row.access_count,
+        last_accessed_at=row.last_accessed_at,
+        expires_at=row.expires_at,
+        source=row.source,
+        confidence=row.confidence,
+        promoted_from_id=row.promoted_from_id,
+        compacted_from_ids=list(row.compacted_from_ids or []),
+        created_in_session_id=row.created_in_session_id,
+        embedding_model=row.embedding_model,
+    )
+
+
+class SqlMemoryRepository:
+    """``MemoryRepository`` over one ``AsyncSession`` (the unit of work's)."""
+
+    def __init__(self, session: AsyncSession, dialect: str) -> None:
+        self._session = session
+        self._dialect = dialect
+
+    async def add(self, memory: Memory) -> None:
+        """Raises ``Conflict`` when the id, or the key within the scope, is already taken.
+
+        The transaction stays usable after a conflict."""
+        stmt = insert_ignoring_conflicts(self._dialect, _TABLE, memory_values(memory))
+        result = cast(CursorResult[Any], await self._session.execute(stmt))
+        if result.rowcount == 0:
+            raise Conflict(
+                "a memory with this id, or this key in this scope, already exists",
+                memory_id=memory.id,
+                key=memory.key,
+            )
+
+    async def get(self, memory_id: str) -> Memory | None:
+        rows = await self._session.scalars(_select().where(MemoryRow.id == memory_id))
+        row = rows.one_or_none()
+        return None if row is None else memory_from_row(row)
+
+    async def get_many(self, memory_ids: Sequence[str]) -> list[Memory]:
+        found: list[Memory] = []
+        for part in chunks(list(dict.fromkeys(memory_ids))):
+            rows = await self._session.scalars(_select().where(MemoryRow.id.in_(part)))
+            found.extend(memory_from_row(row) for row in rows)
+        return found
+
+    async def update(self, memory: Memory) -> None:
+        """Write every field of ``memory``. Raises ``MemoryNotFound`` if it is not stored, and
+        ``Conflict`` if its key is taken in its scope (the unit of work must then be dropped)."""
+        values = memory_values(memory)
+        del values["id"]
+        stmt = update(_TABLE).where(_TABLE.c.id == memory.id).values(values)
+        try:
+            result = cast(CursorResult[Any], await self._session.execute(stmt))
+        except IntegrityError as exc:
+            raise Conflict(
+                "another memory has this key in this scope", memory_id=memory.id, key=memory.key
+            ) from exc
+        if result.rowcount == 0:
+            raise MemoryNotFound("memory not found", memory_id=memory.id)
+
+    async def delete(self, memory_ids: Sequence[str]) -> int:
+        deleted = 0
+        for part in chunks(list(dict.fromkeys(memory_ids))):
+            stmt = delete(_TABLE).where(_TABLE.c.id.in_(part))
+            result = cast(CursorResult[Any], await self._session.execute(stmt))
+            deleted += result.rowcount
+        return deleted
+
+    async def page(self, query: ListQuery) -> tuple[list[Memory], int]:
+        """One page in (created_at, id) order, and the total count matching the filters.
+
+        ``since`` is inclusive and ``until`` exclusive; ``after`` is a keyset cursor: the page
+        starts strictly after that (created_at, id) in the requested order."""
+        if not query.scope_keys:
+            return [], 0
+        conditions = self._filters(query)
+        if query.after is not None:
+            conditions.append(_after(query.after, query.order_desc))
+        if query.order_desc:
+            order = (MemoryRow.created_at.desc(), MemoryRow.id.desc())
+        else:
+            order = (MemoryRow.created_at.asc(), MemoryRow.id.asc())
+        stmt = _select().where(*conditions).order_by(*order).limit(max(query.limit, 0))
+        rows = await self._session.scalars(stmt)
+        memories = [memory_from_row(row) for row in rows]
+        return memories, await self._count(query)
+
+    async def ids_in_scope(self, scope_key: str, layer: Layer) -> list[str]:
+        stmt = (
+            select(MemoryRow.id)
+            .where(MemoryRow.scope_key == scope_key, MemoryRow.layer == layer.value)
+            .order_by(MemoryRow.created_at, MemoryRow.id)
+        )
+        return list(await self._session.scalars(stmt))
+
+    async def record_access(self, memory_ids: Sequence[str], at: datetime) -> None:
+        """Increment access_count and set last_accessed_at, in one UPDATE (no read)."""
+        for part in chunks(list(dict.fromkeys(memory_ids))):
+            stmt = (
+                update(_TABLE)
+                .where(_TABLE.c.id.in_(part))
+                .values(access_count=_TABLE.c.access_count + 1, last_accessed_at=at)
+            )
+            await self._session.execute(stmt)
+
+    async def _count(self, query: ListQuery) -> int:
+        stmt = select(func.count()).select_from(_TABLE).where(*self._filters(query))
+        return int((await self._session.execute(stmt)).scalar_one())
+
+    def _filters(self, query: ListQuery) -> list[ColumnElement[bool]]:
+        conditions: list[ColumnElement[bool]] = [MemoryRow.scope_key.in_(list(query.scope_keys))]
+        if query.layer is not None:
+            conditions.append(MemoryRow.layer == query.layer.value)
+        if query.stage_id is not None:
+            conditions.append(MemoryRow.stage_id == query.stage_id)
+        if query.tags_any:
+            conditions.append(json_array_contains_any(self._dialect, _TABLE.c.tags, query.tags_any))
+        if query.since is not None:
+            conditions.append(MemoryRow.created_at >= query.since)
+        if query.until is not None:
+            conditions.append(MemoryRow.created_at < query.until)
+        if query.alive_at is not None:
+            conditions.append(
+                or_(MemoryRow.expires_at.is_(None), MemoryRow.expires_at > query.alive_at)
+            )
+        return conditions
+
+
+def _select() -> Select[MemoryRow]:
+    # populate_existing: a row re-read in the same unit of work reflects UPDATEs made since.
+    return select(MemoryRow).execution_options(populate_existing=True)
+
+
+def _after(cursor: tuple[datetime, str], desc: bool) -> ColumnElement[bool]:
+    """Strictly after ``cursor`` in the page order, as one row-value comparison."""
+    created_at, memory_id = cursor
+    row = tuple_(MemoryRow.created_at, MemoryRow.id)
+    bound = tuple_(literal(created_at, UTCDateTime()), literal(memory_id, String()))
+    return row < bound if desc else row > bound
+
+
+class SqlHistoryRepository:
+    def __init__(self, session: AsyncSession) -> None:
+        self._session = session
+
+    async def add(self, event: MemoryEvent) -> None:
+        previous = (
+            select(func.coalesce(func.max(_HISTORY.c.seq), 0) + 1)
+            .where(_HISTORY.c.memory_id == event.memory_id)
+            .scalar_subquery()
+        )
+        stmt = insert(_HISTORY).values(
+            id=event.id,
+            memory_id=event.memory_id,
+            seq=previous,
+            scope_key=event.scope_key,
+            kind=event.kind.value,
+            at=event.at,
+            before=event.before,
+            after=event.after,
+            actor=event.actor,
+        )
+        await self._session.execute(stmt)
+
+    async def for_memory(self, memory_id: str) -> list[MemoryEvent]:
+        """Oldest first; events that share a timestamp in the order they were added."""
+        stmt = (
+            select(MemoryHistoryRow)
+            .where(MemoryHistoryRow.memory_id == memory_id)
+            .order_by(MemoryHistoryRow.at, MemoryHistoryRow.seq, MemoryHistoryRow.id)
+        )
+        return [
+            MemoryEvent(
+                id=row.id,
+                memory_id=row.memory_id,
+                scope_key=row.scope_key,
+                kind=EventKind(row.kind),
+                at=row.at,
+                before=row.before,
+                after=row.after,
+                actor=row.actor,
+            )
+            for row in await self._session.scalars(stmt)
+        ]
+
+
+class SqlOutboxRepository:
+    """Vector writes owed to the vector store, oldest first."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self._session = session
+
+    async def add(self, memory_id: str, op: str) -> int:
+        """Queue a write; returns the entry id."""
+        if op not in OUTBOX_OPS:
+            raise ValueError(f"outbox op must be one of {sorted(OUTBOX_OPS)}, not {op!r}")
+        stmt = (
+            insert(_OUTBOX)
+            .values(memory_id=memory_id, op=op, attempts=0, created_at=datetime.now(UTC))
+            .returning(_OUTBOX.c.id)
+        )
+        return int((await self._session.execute(stmt)).scalar_one())
+
+    async def pending(
+        self, limit: int, *, failed_only: bool = False, created_before: datetime | None = None
+    ) -> list[OutboxEntry]:
+        stmt = select(VectorOutboxRow)
+        if failed_only:
+            stmt = stmt.where(VectorOutboxRow.attempts > 0)
+        if created_before is not None:
+            stmt = stmt.where(VectorOutboxRow.created_at < created_before)
+        stmt = (
+            stmt.order_by(VectorOutboxRow.id)
+            .limit(max(limit, 0))
+            .execution_options(populate_existing=True)
+        )
+        return [
+            OutboxEntry(id=row.id, memory_id=row.memory_id, op=row.op, attempts=row.attempts)
+            for row in await self._session.scalars(stmt)
+        ]
+
+    async def count(self) -> int:
+        """How many writes are still owed."""
+        stmt = select(func.count()).select_from(_OUTBOX)
+        return int((await self._session.execute(stmt)).scalar_one())
+
+    async def remove(self, entry_ids: Sequence[int]) -> None:
+        for part in chunks(list(dict.fromkeys(entry_ids))):
+            await self._session.execute(delete(_OUTBOX).where(_OUTBOX.c.id.in_(part)))
+
+    async def mark_failed(self, entry_ids: Sequence[int]) -> None:
+        """Count one more failed attempt and when it happened."""
+        now = datetime.now(UTC)
+        for part in chunks(list(dict.fromkeys(entry_ids))):
+            stmt = (
+                update(_OUTBOX)
+                .where(_OUTBOX.c.id.in_(part))
+                .values(attempts=_OUTBOX.c.attempts + 1, last_error_at=now)
+            )
+            await self._session.execute(stmt)
+
+
+class SqlSettingsRepository:
+    def __init__(self, session: AsyncSession, dialect: str) -> None:
+        self._session = session
+        self._dialect = dialect
+
+    async def get(self, name: str) -> str | None:
+        stmt = select(StoreSettingRow.value).where(StoreSettingRow.name == name)
+        value: str | None = (await self._session.execute(stmt)).scalar_one_or_none()
+        return value
+
+    async def put(self, name: str, value: str) -> None:
+        stmt = upsert(self._dialect, _SETTINGS, {"name": name, "value": value}, key="name")
+        await self._session.execute(stmt)

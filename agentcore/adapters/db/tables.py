@@ -1,0 +1,236 @@
+"""The relational schema: memories, their history, the vector outbox and the COMPASS records.
+
+Portable across Postgres and SQLite. ``alembic/versions`` creates exactly these tables; keep the
+two in step (``alembic check`` shows any drift).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Float,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    text,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from agentcore.adapters.db.types import UTCDateTime, json_type
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+# 64-bit on Postgres; SQLite autoincrements only a column declared exactly INTEGER.
+BIGINT_PK = BigInteger().with_variant(Integer(), "sqlite")
+UUID_LEN = 36
+ID_LEN = 255  # identifiers supplied by callers (scope ids, keys)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+def _uuid_pk() -> Mapped[str]:
+    return mapped_column(String(UUID_LEN), primary_key=True)
+
+
+def _scope_id() -> Mapped[str | None]:
+    return mapped_column(String(ID_LEN), index=True)
+
+
+def _json_list() -> Mapped[list[Any]]:
+    return mapped_column(json_type(), nullable=False)
+
+
+def _json_dict() -> Mapped[dict[str, Any]]:
+    return mapped_column(json_type(), nullable=False)
+
+
+class MemoryRow(Base):
+    __tablename__ = "memories"
+
+    id: Mapped[str] = _uuid_pk()
+    content: Mapped[str] = mapped_column(Text)
+    layer: Mapped[str] = mapped_column(String(16))
+    scope_level: Mapped[str] = mapped_column(String(16))
+    # f"{scope_level}:{id at that level}"; the leading column of the keyset index below.
+    scope_key: Mapped[str] = mapped_column(String(ID_LEN + 16))
+    task_id: Mapped[str | None] = _scope_id()
+    agent_id: Mapped[str | None] = _scope_id()
+    user_id: Mapped[str | None] = _scope_id()
+    session_id: Mapped[str | None] = _scope_id()
+    project_id: Mapped[str | None] = _scope_id()
+    team_id: Mapped[str | None] = _scope_id()
+    org_id: Mapped[str | None] = _scope_id()
+    company_id: Mapped[str | None] = _scope_id()
+    metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", json_type(), nullable=False)
+    tags: Mapped[list[str]] = _json_list()
+    key: Mapped[str | None] = mapped_column(String(ID_LEN))
+    stage_id: Mapped[str | None] = mapped_column(String(ID_LEN), index=True)
+    critical: Mapped[bool] = mapped_column(Boolean)
+    importance: Mapped[float] = mapped_column(Float)
+    access_count: Mapped[int] = mapped_column(Integer)
+    last_accessed_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), index=True)
+    source: Mapped[str] = mapped_column(String(64))
+    confidence: Mapped[float | None] = mapped_column(Float)
+    promoted_from_id: Mapped[str | None] = mapped_column(String(UUID_LEN))
+    compacted_from_ids: Mapped[list[str]] = _json_list()
+    created_in_session_id: Mapped[str | None] = mapped_column(String(ID_LEN))
+    embedding_model: Mapped[str | None] = mapped_column(String(ID_LEN))
+
+    __table_args__ = (
+        Index("ix_memories_keyset", "scope_key", "layer", "created_at", "id"),
+        Index(
+            "uq_memories_scope_key_key",
+            "scope_key",
+            "key",
+            unique=True,
+            postgresql_where=text("key IS NOT NULL"),
+            sqlite_where=text("key IS NOT NULL"),
+        ),
+    )
+
+
+class MemoryHistoryRow(Base):
+    """No foreign key to ``memories``: the history of a deleted memory outlives it."""
+
+    __tablename__ = "memory_history"
+
+    id: Mapped[str] = _uuid_pk()
+    memory_id: Mapped[str] = mapped_column(String(UUID_LEN))
+    # Insertion order within one memory: orders events that share a timestamp.
+    seq: Mapped[int] = mapped_column(Integer)
+    scope_key: Mapped[str] = mapped_column(String(ID_LEN + 16))
+    kind: Mapped[str] = mapped_column(String(16))
+    at: Mapped[datetime] = mapped_column(UTCDateTime())
+    before: Mapped[dict[str, Any] | None] = mapped_column(json_type(none_as_null=True))
+    after: Mapped[dict[str, Any] | None] = mapped_column(json_type(none_as_null=True))
+    actor: Mapped[str | None] = mapped_column(String(ID_LEN))
+
+    __table_args__ = (Index("ix_memory_history_memory_id_seq", "memory_id", "seq"),)
+
+
+class VectorOutboxRow(Base):
+    __tablename__ = "vector_outbox"
+
+    id: Mapped[int] = mapped_column(BIGINT_PK, primary_key=True, autoincrement=True)
+    memory_id: Mapped[str] = mapped_column(String(UUID_LEN))
+    op: Mapped[str] = mapped_column(String(16))
+    attempts: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    last_error_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+
+
+class StoreSettingRow(Base):
+    __tablename__ = "store_settings"
+
+    name: Mapped[str] = mapped_column(String(ID_LEN), primary_key=True)
+    value: Mapped[str] = mapped_column(Text)
+
+
+class StageRow(Base):
+    __tablename__ = "stages"
+
+    id: Mapped[str] = _uuid_pk()
+    task_id: Mapped[str] = mapped_column(String(ID_LEN), index=True)
+    stage_type: Mapped[str] = mapped_column(String(32))
+    status: Mapped[str] = mapped_column(String(32))
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    completed_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    agent_id: Mapped[str | None] = mapped_column(String(ID_LEN))
+    session_id: Mapped[str | None] = mapped_column(String(ID_LEN))
+    detection_reason: Mapped[str | None] = mapped_column(Text)
+    metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", json_type(), nullable=False)
+
+
+class StageMemoryRow(Base):
+    __tablename__ = "stage_memories"
+
+    id: Mapped[str] = _uuid_pk()
+    stage_id: Mapped[str] = mapped_column(String(UUID_LEN), unique=True)
+    task_id: Mapped[str] = mapped_column(String(ID_LEN), index=True)
+    summary: Mapped[str] = mapped_column(Text)
+    insights: Mapped[list[Any]] = _json_list()
+    critical_facts: Mapped[list[Any]] = _json_list()
+    raw_memory_ids: Mapped[list[str]] = _json_list()
+    compression_ratio: Mapped[float | None] = mapped_column(Float)
+    quality_metrics: Mapped[dict[str, Any]] = _json_dict()
+    engine: Mapped[str] = mapped_column(String(64))
+    fallback: Mapped[bool] = mapped_column(Boolean)
+    cost_usd: Mapped[float] = mapped_column(Float)
+    tokens_in: Mapped[int] = mapped_column(Integer)
+    tokens_out: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class TaskContextRow(Base):
+    __tablename__ = "task_contexts"
+
+    task_id: Mapped[str] = mapped_column(String(ID_LEN), primary_key=True)
+    progress_summary: Mapped[str] = mapped_column(Text)
+    current_stage_id: Mapped[str | None] = mapped_column(String(UUID_LEN))
+    completed_stage_ids: Mapped[list[str]] = _json_list()
+    critical_constraints: Mapped[list[Any]] = _json_list()
+    performance_metrics: Mapped[dict[str, Any]] = _json_dict()
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class ErrorRecordRow(Base):
+    __tablename__ = "error_records"
+
+    id: Mapped[str] = _uuid_pk()
+    task_id: Mapped[str] = mapped_column(String(ID_LEN), index=True)
+    stage_id: Mapped[str | None] = mapped_column(String(ID_LEN))
+    agent_id: Mapped[str | None] = mapped_column(String(ID_LEN), index=True)
+    error_type: Mapped[str] = mapped_column(String(32))
+    description: Mapped[str] = mapped_column(Text)
+    context: Mapped[dict[str, Any]] = _json_dict()
+    recovery_action: Mapped[str | None] = mapped_column(Text)
+    severity: Mapped[float] = mapped_column(Float)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class CompressionMetricRow(Base):
+    __tablename__ = "compression_metrics"
+
+    id: Mapped[str] = _uuid_pk()
+    stage_id: Mapped[str | None] = mapped_column(String(UUID_LEN), index=True)
+    task_id: Mapped[str] = mapped_column(String(ID_LEN), index=True)
+    level: Mapped[str] = mapped_column(String(16))  # 'stage' | 'task'
+    input_tokens: Mapped[int] = mapped_column(Integer)
+    output_tokens: Mapped[int] = mapped_column(Integer)
+    ratio: Mapped[float] = mapped_column(Float)
+    retention: Mapped[float | None] = mapped_column(Float)
+    engine: Mapped[str] = mapped_column(String(64))
+    fallback: Mapped[bool] = mapped_column(Boolean)
+    cost_usd: Mapped[float] = mapped_column(Float)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class CostRecordRow(Base):
+    __tablename__ = "cost_records"
+
+    id: Mapped[str] = _uuid_pk()
+    agent_id: Mapped[str | None] = mapped_column(String(ID_LEN), index=True)
+    task_id: Mapped[str | None] = mapped_column(String(ID_LEN), index=True)
+    operation: Mapped[str] = mapped_column(String(64))
+    model: Mapped[str | None] = mapped_column(String(128))
+    tokens_in: Mapped[int] = mapped_column(Integer)
+    tokens_out: Mapped[int] = mapped_column(Integer)
+    cost_usd: Mapped[float] = mapped_column(Float)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)

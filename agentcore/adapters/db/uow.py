@@ -1,0 +1,81 @@
+"""The SQL unit of work: one ``AsyncSession`` per ``async with``, rolled back unless committed."""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Self
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from agentcore.adapters.db.repositories import (
+    SqlHistoryRepository,
+    SqlMemoryRepository,
+    SqlOutboxRepository,
+    SqlSettingsRepository,
+)
+from agentcore.services.ports import (
+    HistoryRepository,
+    MemoryRepository,
+    OutboxRepository,
+    SettingsRepository,
+)
+
+
+class SqlUnitOfWork:
+    """``UnitOfWork`` over SQLAlchemy. The repositories exist only inside ``async with``."""
+
+    memories: MemoryRepository
+    history: HistoryRepository
+    outbox: OutboxRepository
+    store_settings: SettingsRepository
+
+    def __init__(self, session_factory: async_sessionmaker[AsyncSession]) -> None:
+        self._session_factory = session_factory
+        self._session: AsyncSession | None = None
+
+    async def __aenter__(self) -> Self:
+        if self._session is not None:
+            raise RuntimeError("this unit of work is already open")
+        session = self._session_factory()
+        dialect = session.get_bind().dialect.name
+        self._session = session
+        self.memories = SqlMemoryRepository(session, dialect)
+        self.history = SqlHistoryRepository(session)
+        self.outbox = SqlOutboxRepository(session)
+        self.store_settings = SqlSettingsRepository(session, dialect)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        session, self._session = self._session, None
+        if session is not None:
+            # close() rolls back whatever was not committed and returns the connection.
+            await session.close()
+
+    async def commit(self) -> None:
+        if self._session is None:
+            raise RuntimeError("commit() outside `async with` of the unit of work")
+        await self._session.commit()
+
+
+class SqlUnitOfWorkFactory:
+    """``UnitOfWorkFactory``: each call is a new, unopened ``SqlUnitOfWork`` on ``engine``."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self._sessions = async_sessionmaker(
+            engine, class_=AsyncSession, expire_on_commit=False, autoflush=False
+        )
+
+    def __call__(self) -> SqlUnitOfWork:
+        return SqlUnitOfWork(self._sessions)
+
+
+async def ping(engine: AsyncEngine) -> None:
+    """Round trip to the database; raises if it cannot be reached."""
+    async with engine.connect() as connection:
+        await connection.execute(text("SELECT 1"))

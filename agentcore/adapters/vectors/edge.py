@@ -1,0 +1,240 @@
+"""Embedded Qdrant (qdrant-edge): a Rust shard in a data directory, no server.
+
+The engine is synchronous, so every call runs on one thread owned by the store: the event
+loop never blocks and calls are serialized. ``EdgeShard.optimize()`` (HNSW build) holds the GIL
+for minutes on large shards and is deliberately never called here; filtered searches use the
+payload indexes over plain segments.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+import qdrant_edge as qe
+
+from agentcore.adapters.vectors.payload import (
+    BOOL_FIELDS,
+    FLOAT_FIELDS,
+    KEYWORD_FIELDS,
+    dimension_mismatch,
+    point_payload,
+    vector_list,
+)
+from agentcore.domain.errors import AgentCoreError, ConfigurationError, ProviderError
+from agentcore.services.ports import VectorFilter, VectorHit, VectorPoint
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+_META_FILE = "collection.json"
+_SHARD_DIR = "shard"
+_INDEXES: dict[str, qe.PayloadSchemaType] = {
+    **dict.fromkeys(KEYWORD_FIELDS, qe.PayloadSchemaType.Keyword),
+    **dict.fromkeys(FLOAT_FIELDS, qe.PayloadSchemaType.Float),
+    **dict.fromkeys(BOOL_FIELDS, qe.PayloadSchemaType.Bool),
+}
+
+
+def edge_filter(flt: VectorFilter) -> qe.Filter:
+    """``VectorFilter`` as a qdrant-edge filter (all conditions must hold)."""
+    must: list[qe.ConditionType] = [
+        qe.FieldCondition("scope_key", match=qe.MatchAny(list(flt.scope_keys)))
+    ]
+    if flt.layers:
+        must.append(qe.FieldCondition("layer", match=qe.MatchAny(list(flt.layers))))
+    if flt.stage_id is not None:
+        must.append(qe.FieldCondition("stage_id", match=qe.MatchValue(flt.stage_id)))
+    if flt.tags_any:
+        must.append(qe.FieldCondition("tags", match=qe.MatchAny(list(flt.tags_any))))
+    for key, value in (flt.metadata or {}).items():
+        must.append(qe.FieldCondition(f"metadata.{key}", match=_match_value(value)))
+    if flt.alive_at is not None:
+        must.append(qe.FieldCondition("expires_at", range=qe.RangeFloat(gt=flt.alive_at)))
+    return qe.Filter(must=must)
+
+
+def _match_value(value: str | int | bool) -> qe.MatchValue:
+    if isinstance(value, bool):
+        # The binding turns a Python bool into the integer 1/0 (bool subclasses int), which
+        # never matches a boolean payload; numpy.bool_ reaches the engine as a real bool.
+        return qe.MatchValue(np.bool_(value))  # type: ignore[arg-type]  # stub omits np.bool_
+    return qe.MatchValue(value)
+
+
+class EdgeVectorStore:
+    """``VectorStore`` over ``qdrant_edge.EdgeShard`` in ``data_dir`` (created if absent).
+
+    ``data_dir`` holds ``shard/`` (the engine's files) and ``collection.json`` (the dimension
+    and embedder the shard was built for). Nothing is opened until ``ensure_collection``.
+    """
+
+    def __init__(self, data_dir: str | Path, *, max_search_threads: int | None = None) -> None:
+        self._dir = Path(data_dir)
+        self._max_search_threads = max_search_threads
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="qdrant-edge")
+        self._shard: qe.EdgeShard | None = None
+        self._dimension = 0
+        self._closed = False
+
+    @property
+    def name(self) -> str:
+        return "qdrant-edge"
+
+    async def ensure_collection(self, dimension: int, embedder_name: str) -> None:
+        await self._run("open", partial(self._open, dimension, embedder_name))
+
+    async def upsert(self, points: Sequence[VectorPoint]) -> None:
+        if points:
+            await self._run("upsert", partial(self._upsert, list(points)))
+
+    async def delete(self, ids: Sequence[str]) -> None:
+        if ids:
+            op = qe.UpdateOperation.delete_points(list(ids))
+            await self._run("delete", lambda: self._require().update(op))
+
+    async def search(
+        self,
+        vector: npt.NDArray[np.float32],
+        flt: VectorFilter,
+        limit: int,
+        score_threshold: float | None = None,
+    ) -> list[VectorHit]:
+        self._require()
+        if limit <= 0 or not flt.scope_keys:
+            return []
+        request = qe.QueryRequest(
+            limit=limit,
+            query=qe.Query.Nearest(vector_list(vector, self._dimension)),
+            filter=edge_filter(flt),
+            score_threshold=score_threshold,
+            with_payload=False,
+            with_vector=False,
+        )
+        found = await self._run("search", lambda: self._require().query(request))
+        return [VectorHit(id=str(hit.id), score=hit.score) for hit in found]
+
+    async def count(self, flt: VectorFilter) -> int:
+        if not flt.scope_keys:
+            return 0
+        request = qe.CountRequest(exact=True, filter=edge_filter(flt))
+        return await self._run("count", lambda: self._require().count(request))
+
+    async def flush(self) -> None:
+        await self._run("flush", lambda: self._require().flush())
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        if self._shard is not None:
+            await self._run("close", self._close)
+        self._closed = True
+        self._executor.shutdown(wait=False)  # the close above was the last job it ran
+
+    async def _run(self, op: str, call: Callable[[], T]) -> T:
+        """Run ``call`` on the store's thread; engine failures become ``ProviderError``."""
+        if self._closed:
+            raise ConfigurationError("the vector store is closed")
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self._executor, call)
+        except (AgentCoreError, TypeError, ValueError):
+            raise
+        except Exception as exc:  # the engine raises bare Exception for its runtime errors
+            logger.error("qdrant-edge %s failed in %s: %s", op, self._dir, exc)
+            raise ProviderError(f"embedded vector store {op} failed", operation=op) from exc
+
+    # --- the helpers below run on the store's thread (_require also guards loop-side calls) ---
+
+    def _require(self) -> qe.EdgeShard:
+        if self._shard is None:
+            raise ConfigurationError("the vector store is not open: call ensure_collection first")
+        return self._shard
+
+    def _open(self, dimension: int, embedder_name: str) -> None:
+        meta = self._read_meta()
+        stored = self._dimension or int(meta.get("dimension", 0))
+        stored_embedder = meta.get("embedder")
+        if stored and stored != dimension:
+            where = f"the vector store at {self._dir}"
+            raise dimension_mismatch(where, stored, stored_embedder, dimension, embedder_name)
+        if stored_embedder and stored_embedder != embedder_name:
+            logger.warning(
+                "vector store at %s was built with embedder %s, now opened with %s",
+                self._dir,
+                stored_embedder,
+                embedder_name,
+            )
+        if self._shard is None:
+            self._shard = self._load_or_create(dimension, embedder_name)
+            self._dimension = dimension
+        if not meta:
+            self._write_meta({"dimension": dimension, "embedder": embedder_name})
+        self._create_indexes(self._shard)
+
+    def _load_or_create(self, dimension: int, embedder_name: str) -> qe.EdgeShard:
+        path = self._dir / _SHARD_DIR
+        config = qe.EdgeConfig(
+            vectors=qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine),
+            max_search_threads=self._max_search_threads,
+        )
+        if not (path / "edge_config.json").exists():
+            path.mkdir(parents=True, exist_ok=True)
+            return qe.EdgeShard.create(str(path), config)
+        try:
+            return qe.EdgeShard.load(str(path), config)
+        except Exception as exc:
+            if "incompatible" not in str(exc).lower():
+                raise
+            config_file = json.loads((path / "edge_config.json").read_text(encoding="utf-8"))
+            found = int(config_file.get("vectors", {}).get("", {}).get("size", 0))
+            raise dimension_mismatch(
+                f"the vector store at {self._dir}", found, None, dimension, embedder_name
+            ) from exc
+
+    @staticmethod
+    def _create_indexes(shard: qe.EdgeShard) -> None:
+        existing = shard.info().payload_schema
+        for field, schema in _INDEXES.items():
+            if field not in existing:
+                shard.update(qe.UpdateOperation.create_field_index(field, schema))
+
+    def _upsert(self, points: list[VectorPoint]) -> None:
+        shard = self._require()
+        edge_points = [
+            qe.Point(p.id, vector_list(p.vector, self._dimension), point_payload(p)) for p in points
+        ]
+        shard.update(qe.UpdateOperation.upsert_points(edge_points))
+
+    def _close(self) -> None:
+        shard, self._shard = self._shard, None
+        if shard is not None:
+            shard.flush()
+            shard.close()
+
+    def _read_meta(self) -> dict[str, Any]:
+        try:
+            text = (self._dir / _META_FILE).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return {}
+        meta: dict[str, Any] = json.loads(text)
+        return meta
+
+    def _write_meta(self, meta: dict[str, Any]) -> None:
+        self._dir.mkdir(parents=True, exist_ok=True)
+        tmp = self._dir / f"{_META_FILE}.tmp"
+        with tmp.open("w", encoding="utf-8") as out:
+            json.dump(meta, out)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, self._dir / _META_FILE)

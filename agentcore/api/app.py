@@ -1,0 +1,88 @@
+"""The HTTP application: POST /rpc (JSON-RPC 2.0), GET /health, GET /metrics."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from agentcore import __version__
+from agentcore.api import errors
+from agentcore.api.methods import build_methods
+from agentcore.api.metrics import RpcMetrics
+from agentcore.api.openrpc import openrpc_document
+from agentcore.api.rpc import JsonRpcEndpoint
+from agentcore.api.schemas import HealthResult
+from agentcore.bootstrap import Container, build_container
+from agentcore.config import Settings
+
+log = logging.getLogger(__name__)
+
+MAX_BODY_BYTES = 16 * 1024 * 1024
+
+
+def _dumps(payload: Any) -> bytes:
+    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def create_app(
+    settings: Settings,
+    build: Callable[[Settings], Awaitable[Container]] = build_container,
+) -> Starlette:
+    """The app; its lifespan builds the container (the composition root) and closes it."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        container = await build(settings)
+        methods: dict[str, Any] = {}
+        methods.update(build_methods(container, lambda: openrpc_document(methods, __version__)))
+        app.state.container = container
+        app.state.rpc = JsonRpcEndpoint(methods, RpcMetrics(container.registry))
+        stop = asyncio.Event()
+        sync = asyncio.create_task(
+            container.vector_sync.run(
+                settings.vector_sync_interval, settings.vector_flush_interval, stop
+            ),
+            name="vector-sync",
+        )
+        try:
+            yield
+        finally:
+            stop.set()
+            await sync
+            await container.aclose()
+
+    async def rpc(request: Request) -> Response:
+        length = request.headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) > MAX_BODY_BYTES:
+            body = {"jsonrpc": "2.0", "error": errors.invalid_request("body too large"), "id": None}
+            return Response(_dumps(body), status_code=413, media_type="application/json")
+        reply = await request.app.state.rpc.handle(await request.body())
+        if reply is None:
+            return Response(status_code=204)
+        return Response(_dumps(reply), media_type="application/json")
+
+    async def health(request: Request) -> Response:
+        report = await request.app.state.container.health.check()
+        body = HealthResult.of(report).model_dump(mode="json")
+        return JSONResponse(body, status_code=200 if report.ok else 503)
+
+    async def metrics(request: Request) -> Response:
+        data = generate_latest(request.app.state.container.registry)
+        return Response(data, media_type=CONTENT_TYPE_LATEST)
+
+    routes = [
+        Route("/rpc", rpc, methods=["POST"]),
+        Route("/health", health, methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
+    ]
+    return Starlette(routes=routes, lifespan=lifespan)

@@ -1,0 +1,205 @@
+"""The method table: each JSON-RPC method parses params, calls one service, returns a model."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic import BaseModel
+
+from agentcore.api import cursor, schemas
+from agentcore.api import params as p
+from agentcore.api.rpc import RpcMethod
+from agentcore.domain.records import MemoryChanges, NewMemory
+from agentcore.services.memory_manager import ListRequest
+from agentcore.services.retrieval import SearchQuery
+
+if TYPE_CHECKING:
+    from agentcore.bootstrap import Container
+
+P = TypeVar("P", bound=BaseModel)
+R = TypeVar("R", bound=BaseModel)
+
+
+def _new_memory(a: p.AddParams) -> NewMemory:
+    return NewMemory(
+        content=a.content,
+        scope=a.scope_ids(),
+        layer=a.layer,
+        scope_level=a.scope,
+        metadata=dict(a.metadata),
+        tags=tuple(a.tags),
+        critical=a.critical,
+        stage_id=a.stage_id,
+        expires_at=a.expires_at,
+        ttl_seconds=a.ttl_seconds,
+        key=a.key,
+    )
+
+
+def build_methods(c: Container, discover: Callable[[], dict[str, Any]]) -> dict[str, RpcMethod]:
+    memory = c.memory
+
+    async def add(a: p.AddParams) -> schemas.AddResult:
+        m = await memory.add(_new_memory(a))
+        return schemas.AddResult(
+            memory_id=m.id, memory=schemas.MemoryOut.of(m), stage_id=m.stage_id
+        )
+
+    async def add_batch(a: p.AddBatchParams) -> schemas.AddBatchResult:
+        stored = await memory.add_batch([_new_memory(item) for item in a.items])
+        return schemas.AddBatchResult(memory_ids=[m.id for m in stored])
+
+    async def get(a: p.MemoryIdParams) -> schemas.MemoryOut:
+        return schemas.MemoryOut.of(await memory.get(a.memory_id, a.scope_ids()))
+
+    async def update(a: p.UpdateParams) -> schemas.MemoryOut:
+        changes = MemoryChanges(
+            content=a.content,
+            metadata=None if a.metadata is None else dict(a.metadata),
+            tags=None if a.tags is None else tuple(a.tags),
+            critical=a.critical,
+            expires_at=a.expires_at,
+        )
+        return schemas.MemoryOut.of(await memory.update(a.memory_id, a.scope_ids(), changes))
+
+    async def delete(a: p.MemoryIdParams) -> schemas.DeleteResult:
+        return schemas.DeleteResult(deleted=await memory.delete(a.memory_id, a.scope_ids()))
+
+    async def list_(a: p.ListParams) -> schemas.ListResult:
+        request = ListRequest(
+            scope=a.scope_ids(),
+            layer=a.layer,
+            scope_level=a.scope,
+            stage_id=a.stage_id,
+            tags=a.tags,
+            since=a.since,
+            until=a.until,
+            after=None if a.cursor is None else cursor.decode(a.cursor, a.order),
+            limit=a.limit,
+            order_desc=a.order == "desc",
+        )
+        page = await memory.list_page(request)
+        return schemas.ListResult(
+            memories=[schemas.MemoryOut.of(m) for m in page.memories],
+            next_cursor=None
+            if page.next_after is None
+            else cursor.encode(page.next_after, a.order),
+            total_count=page.total_count,
+        )
+
+    async def search(a: p.SearchParams) -> schemas.SearchResult:
+        outcome = await memory.search(
+            SearchQuery(
+                query=a.query,
+                scope=a.scope_ids(),
+                layers=a.layers,
+                scopes=a.scopes,
+                limit=a.limit,
+                threshold=a.threshold,
+                tags=a.tags,
+                metadata=a.filter,
+                stage_id=a.stage_id,
+            )
+        )
+        return schemas.SearchResult(
+            results=[schemas.SearchHit.of(s) for s in outcome.results],
+            total_count=len(outcome.results),
+            searched_layers=[layer.value for layer in outcome.searched_layers],
+            searched_scopes=outcome.searched_scopes,
+        )
+
+    async def clear(a: p.ClearParams) -> schemas.ClearResult:
+        count = await memory.clear(a.layer, a.scope_ids(), a.scope)
+        return schemas.ClearResult(deleted_count=count)
+
+    async def history(a: p.MemoryIdParams) -> schemas.HistoryResult:
+        events = await memory.history(a.memory_id, a.scope_ids())
+        return schemas.HistoryResult(
+            memory_id=a.memory_id, events=[schemas.HistoryEvent.of(e) for e in events]
+        )
+
+    async def health(_: p.NoParams) -> schemas.HealthResult:
+        return schemas.HealthResult.of(await c.health.check())
+
+    async def rpc_discover(_: p.NoParams) -> schemas.DiscoverResult:
+        return schemas.DiscoverResult.model_validate(discover())
+
+    table = [
+        _m("memory.add", p.AddParams, schemas.AddResult, add, "Store one memory."),
+        _m(
+            "memory.add_batch",
+            p.AddBatchParams,
+            schemas.AddBatchResult,
+            add_batch,
+            "Store several memories, all or none.",
+        ),
+        _m(
+            "memory.get",
+            p.MemoryIdParams,
+            schemas.MemoryOut,
+            get,
+            "Read one memory by id (counts an access).",
+        ),
+        _m(
+            "memory.update",
+            p.UpdateParams,
+            schemas.MemoryOut,
+            update,
+            "Change content, metadata (shallow merge), tags, criticality or expiry.",
+        ),
+        _m("memory.delete", p.MemoryIdParams, schemas.DeleteResult, delete, "Delete one memory."),
+        _m(
+            "memory.list",
+            p.ListParams,
+            schemas.ListResult,
+            list_,
+            "Page through memories of a scope, newest first by default.",
+        ),
+        _m(
+            "memory.search",
+            p.SearchParams,
+            schemas.SearchResult,
+            search,
+            "Find the memories most relevant to a query within the caller's scopes.",
+        ),
+        _m(
+            "memory.clear",
+            p.ClearParams,
+            schemas.ClearResult,
+            clear,
+            "Delete one layer of one scope (no cascades).",
+        ),
+        _m(
+            "memory.history",
+            p.MemoryIdParams,
+            schemas.HistoryResult,
+            history,
+            "The change events of one memory, oldest first.",
+        ),
+        _m(
+            "memory.health",
+            p.NoParams,
+            schemas.HealthResult,
+            health,
+            "Status and latency of every component.",
+        ),
+        _m(
+            "rpc.discover",
+            p.NoParams,
+            schemas.DiscoverResult,
+            rpc_discover,
+            "This API as an OpenRPC document.",
+        ),
+    ]
+    return {method.name: method for method in table}
+
+
+def _m(
+    name: str,
+    params: type[P],
+    result: type[R],
+    handler: Callable[[P], Awaitable[R]],
+    summary: str,
+) -> RpcMethod:
+    return RpcMethod(name, params, result, handler, summary)  # type: ignore[arg-type]

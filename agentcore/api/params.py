@@ -1,0 +1,115 @@
+"""Params of every JSON-RPC method, validated strictly: wrong types are refused, not coerced."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue, StringConstraints
+
+from agentcore.domain.models import ScopeIds
+
+Identifier = Annotated[str, StringConstraints(min_length=1, max_length=255)]
+Tag = Annotated[str, StringConstraints(min_length=1, max_length=100)]
+Tags = Annotated[list[Tag], Field(max_length=32)]
+Scalar = str | int | bool
+
+
+def _as_utc(value: datetime) -> datetime:
+    """Naive timestamps are taken as UTC."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+Timestamp = Annotated[datetime, Field(strict=False), AfterValidator(_as_utc)]
+
+
+class Params(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class NoParams(Params):
+    pass
+
+
+class ScopeParams(Params):
+    """The scope identifiers; a scoped call supplies at least one."""
+
+    task_id: Identifier | None = None
+    agent_id: Identifier | None = None
+    user_id: Identifier | None = None
+    session_id: Identifier | None = None
+    project_id: Identifier | None = None
+    team_id: Identifier | None = None
+    org_id: Identifier | None = None
+    company_id: Identifier | None = None
+
+    def scope_ids(self) -> ScopeIds:
+        return ScopeIds(
+            task_id=self.task_id,
+            agent_id=self.agent_id,
+            user_id=self.user_id,
+            session_id=self.session_id,
+            project_id=self.project_id,
+            team_id=self.team_id,
+            org_id=self.org_id,
+            company_id=self.company_id,
+        )
+
+
+class AddParams(ScopeParams):
+    content: Annotated[str, Field(min_length=1)]
+    layer: str | None = Field(None, description="episodic (default), semantic or procedural")
+    scope: str | None = Field(None, description="scope level; default: most specific id given")
+    metadata: dict[str, JsonValue] = Field(default_factory=dict, max_length=64)
+    tags: Tags = Field(default_factory=list)
+    critical: bool = False
+    stage_id: Identifier | None = None
+    expires_at: Timestamp | None = None
+    ttl_seconds: Annotated[int, Field(ge=1, le=10 * 365 * 86400)] | None = None
+    key: Identifier | None = None
+
+
+class AddBatchParams(Params):
+    items: Annotated[list[AddParams], Field(min_length=1)]
+
+
+class MemoryIdParams(ScopeParams):
+    memory_id: Identifier
+
+
+class UpdateParams(MemoryIdParams):
+    content: Annotated[str, Field(min_length=1)] | None = None
+    metadata: Annotated[dict[str, JsonValue], Field(max_length=64)] | None = None
+    tags: Tags | None = None
+    critical: bool | None = None
+    expires_at: Timestamp | None = None
+
+
+class ListParams(ScopeParams):
+    layer: str | None = None
+    scope: str | None = None
+    stage_id: Identifier | None = None
+    tags: Tags | None = None
+    since: Timestamp | None = None
+    until: Timestamp | None = None
+    cursor: Annotated[str, StringConstraints(max_length=512)] | None = None
+    limit: Annotated[int, Field(ge=1, le=100)] = 20
+    order: Literal["desc", "asc"] = "desc"
+
+
+class SearchParams(ScopeParams):
+    query: Annotated[str, Field(min_length=1)]
+    layers: Annotated[list[str], Field(min_length=1, max_length=4)] | None = None
+    scopes: Annotated[list[str], Field(min_length=1, max_length=8)] | None = None
+    limit: Annotated[int, Field(ge=1, le=100)] = 10
+    threshold: Annotated[float, Field(ge=0, le=1, strict=False)] | None = None
+    filter: Annotated[dict[str, Scalar], Field(max_length=16)] | None = Field(
+        None, description="exact match on top-level metadata keys"
+    )
+    tags: Tags | None = Field(None, description="match memories with any of these tags")
+    stage_id: Identifier | None = None
+
+
+class ClearParams(ScopeParams):
+    layer: str
+    scope: str | None = None

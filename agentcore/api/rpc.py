@@ -1,0 +1,179 @@
+"""JSON-RPC 2.0 over one HTTP body, on top of jsonrpcserver.
+
+jsonrpcserver does the dispatch of a single well-formed request. Around it this module does
+what it does not (DESIGN §6): it parses the body and splits batches itself so that one bad
+member gets its own error while the others are answered, it validates params with pydantic
+(field-level messages), and it turns every exception into a sanitized error object: no stack
+trace or exception text ever reaches the caller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from jsonrpcserver import Error, Result, Success, async_dispatch_to_response
+from jsonrpcserver.response import ErrorResponse, SuccessResponse
+from oslash.either import Left
+from pydantic import BaseModel, ValidationError
+
+from agentcore.api import errors
+from agentcore.api.metrics import RpcMetrics
+from agentcore.domain.errors import AgentCoreError
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[BaseModel], Awaitable[BaseModel]]
+
+
+class RpcMethod:
+    """A method: its params model, its result model and the handler that calls one service."""
+
+    def __init__(
+        self,
+        name: str,
+        params: type[BaseModel],
+        result: type[BaseModel],
+        handler: Handler,
+        summary: str,
+    ) -> None:
+        self.name = name
+        self.params = params
+        self.result = result
+        self.handler = handler
+        self.summary = summary
+
+
+def field_errors(exc: ValidationError) -> list[dict[str, str]]:
+    return [
+        {"field": ".".join(str(part) for part in err["loc"]) or "params", "message": err["msg"]}
+        for err in exc.errors(include_url=False, include_input=False)
+    ]
+
+
+class JsonRpcEndpoint:
+    def __init__(self, methods: Mapping[str, RpcMethod], metrics: RpcMetrics) -> None:
+        self._methods = methods
+        self._metrics = metrics
+        self._jsonrpc_methods = {name: self._bind(method) for name, method in methods.items()}
+
+    async def handle(self, body: bytes) -> Any:
+        """The JSON-able reply to one HTTP body, or None when nothing is to be answered."""
+        try:
+            payload = json.loads(body)
+        except (ValueError, UnicodeDecodeError):
+            return _response(None, error=errors.parse_error())
+        if isinstance(payload, list):
+            if not payload:
+                return _response(None, error=errors.invalid_request("empty batch"))
+            replies = await asyncio.gather(*(self._one(member) for member in payload))
+            answered = [reply for reply in replies if reply is not None]
+            return answered or None
+        return await self._one(payload)
+
+    async def _one(self, member: Any) -> dict[str, Any] | None:
+        problem = _envelope_problem(member)
+        if problem is not None:
+            request_id = member.get("id") if isinstance(member, dict) else None
+            valid_id = request_id is None or isinstance(request_id, str | int)
+            return _response(
+                request_id if valid_id else None, error=errors.invalid_request(problem)
+            )
+        is_notification = "id" not in member
+        request = {**member, "id": None} if is_notification else member
+        if "params" not in request:
+            request = {**request, "params": {}}
+        if request["method"] not in self._jsonrpc_methods:
+            reply = _response(request["id"], error=errors.method_not_found(request["method"]))
+            self._metrics.observe("unknown", "METHOD_NOT_FOUND", 0.0)
+            return None if is_notification else reply
+        response = await async_dispatch_to_response(
+            request,  # type: ignore[arg-type]
+            self._jsonrpc_methods,
+            deserializer=_already_parsed,
+            validator=_already_parsed,
+        )
+        if is_notification:
+            return None
+        return _from_jsonrpcserver(response, request["id"])
+
+    def _bind(self, method: RpcMethod) -> Callable[..., Awaitable[Result]]:
+        async def call(**params: Any) -> Result:
+            started = time.perf_counter()
+            outcome = "ok"
+            try:
+                parsed = method.params.model_validate(params)
+                result = await method.handler(parsed)
+                return Success(result.model_dump(mode="json"))
+            except ValidationError as exc:
+                outcome = "INVALID_PARAMS"
+                return _error(errors.invalid_params(field_errors(exc)))
+            except AgentCoreError as exc:
+                outcome = exc.code
+                if exc.code == "INTERNAL_ERROR":
+                    log.error("%s failed: %s", method.name, exc.message)
+                return _error(errors.from_exception(exc))
+            except Exception:
+                outcome = "INTERNAL_ERROR"
+                log.exception("%s failed unexpectedly", method.name)
+                return _error(errors.internal_error())
+            finally:
+                self._metrics.observe(method.name, outcome, time.perf_counter() - started)
+
+        return call
+
+
+def _already_parsed(request: Any) -> Any:
+    """The body is parsed and the envelope checked before jsonrpcserver sees a request."""
+    return request
+
+
+def _error(obj: dict[str, Any]) -> Result:
+    return Error(obj["code"], obj["message"], obj["data"])
+
+
+def _envelope_problem(member: Any) -> str | None:
+    if not isinstance(member, dict):
+        return "a request must be a JSON object"
+    if member.get("jsonrpc") != "2.0":
+        return 'jsonrpc must be "2.0"'
+    if not isinstance(member.get("method"), str):
+        return "method must be a string"
+    if "id" in member and not (member["id"] is None or isinstance(member["id"], str | int)):
+        return "id must be a string, a number or null"
+    if isinstance(member.get("id"), bool):
+        return "id must be a string, a number or null"
+    if "params" in member and not isinstance(member["params"], dict):
+        return "params must be an object of named params"
+    extra = set(member) - {"jsonrpc", "method", "params", "id"}
+    if extra:
+        return "unexpected member " + ", ".join(sorted(extra))
+    return None
+
+
+def _from_jsonrpcserver(wrapped: Any, request_id: Any) -> dict[str, Any]:
+    # jsonrpcserver 5 wraps each response in an oslash Either (Right = success, Left = error).
+    response = wrapped._error if isinstance(wrapped, Left) else getattr(wrapped, "_value", wrapped)
+    if isinstance(response, SuccessResponse):
+        return _response(request_id, result=response.result)
+    if isinstance(response, ErrorResponse):
+        data = response.data if isinstance(response.data, dict) else None
+        if data is None or "code" not in data:  # an error jsonrpcserver made itself
+            log.error("jsonrpcserver error %s: %s", response.code, response.message)
+            return _response(request_id, error=errors.internal_error())
+        error = {"code": response.code, "message": response.message, "data": data}
+        return _response(request_id, error=error)
+    log.error("unexpected dispatch response %r", type(response))
+    return _response(request_id, error=errors.internal_error())
+
+
+def _response(
+    request_id: Any, *, result: Any = None, error: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    if error is not None:
+        return {"jsonrpc": "2.0", "error": error, "id": request_id}
+    return {"jsonrpc": "2.0", "result": result, "id": request_id}

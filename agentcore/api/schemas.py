@@ -1,0 +1,184 @@
+"""Result models: what each method returns, also used to generate the OpenRPC document."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel
+
+from agentcore import __version__
+from agentcore.domain.models import Memory, MemoryEvent
+from agentcore.services.health import HealthReport
+from agentcore.services.retrieval import ScoredMemory
+
+
+class MemoryOut(BaseModel):
+    id: str
+    content: str
+    layer: str
+    scope: str
+    task_id: str | None
+    agent_id: str | None
+    user_id: str | None
+    session_id: str | None
+    project_id: str | None
+    team_id: str | None
+    org_id: str | None
+    company_id: str | None
+    metadata: dict[str, Any]
+    tags: list[str]
+    key: str | None
+    stage_id: str | None
+    critical: bool
+    importance: float
+    access_count: int
+    last_accessed_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+    expires_at: datetime | None
+    source: str
+    confidence: float | None
+    promoted_from_id: str | None
+    compacted_from_ids: list[str]
+    created_in_session_id: str | None
+
+    @classmethod
+    def of(cls, m: Memory) -> MemoryOut:
+        return cls(
+            id=m.id,
+            content=m.content,
+            layer=m.layer.value,
+            scope=m.scope_level.value,
+            **m.scope.as_dict(),
+            metadata=m.metadata,
+            tags=m.tags,
+            key=m.key,
+            stage_id=m.stage_id,
+            critical=m.critical,
+            importance=m.importance,
+            access_count=m.access_count,
+            last_accessed_at=m.last_accessed_at,
+            created_at=m.created_at,
+            updated_at=m.updated_at,
+            expires_at=m.expires_at,
+            source=m.source,
+            confidence=m.confidence,
+            promoted_from_id=m.promoted_from_id,
+            compacted_from_ids=m.compacted_from_ids,
+            created_in_session_id=m.created_in_session_id,
+        )
+
+
+class AddResult(BaseModel):
+    memory_id: str
+    memory: MemoryOut
+    stage_id: str | None
+
+
+class AddBatchResult(BaseModel):
+    memory_ids: list[str]
+
+
+class DeleteResult(BaseModel):
+    deleted: bool
+
+
+class ClearResult(BaseModel):
+    deleted_count: int
+
+
+class ListResult(BaseModel):
+    memories: list[MemoryOut]
+    next_cursor: str | None
+    total_count: int
+
+
+class SearchHit(BaseModel):
+    memory: MemoryOut
+    score: float
+    similarity: float
+    factors: dict[str, float]
+    layer: str
+    scope: str
+
+    @classmethod
+    def of(cls, s: ScoredMemory) -> SearchHit:
+        return cls(
+            memory=MemoryOut.of(s.memory),
+            score=round(s.score, 6),
+            similarity=round(s.similarity, 6),
+            factors={k: round(v, 6) for k, v in s.factors.items()},
+            layer=s.memory.layer.value,
+            scope=s.memory.scope_level.value,
+        )
+
+
+class SearchResult(BaseModel):
+    results: list[SearchHit]
+    total_count: int
+    searched_layers: list[str]
+    searched_scopes: list[str]
+
+
+class HistoryEvent(BaseModel):
+    id: str
+    memory_id: str
+    kind: str
+    at: datetime
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+    actor: str | None
+
+    @classmethod
+    def of(cls, e: MemoryEvent) -> HistoryEvent:
+        return cls(
+            id=e.id,
+            memory_id=e.memory_id,
+            kind=e.kind.value,
+            at=e.at,
+            before=e.before,
+            after=e.after,
+            actor=e.actor,
+        )
+
+
+class HistoryResult(BaseModel):
+    memory_id: str
+    events: list[HistoryEvent]
+
+
+class ComponentHealth(BaseModel):
+    status: str  # "up" or "down"
+    latency_ms: float
+    detail: str | None = None
+
+
+class HealthResult(BaseModel):
+    status: str  # "ok" when every component is up, else "degraded"
+    mode: str  # "embedded" or "production"
+    version: str
+    components: dict[str, ComponentHealth]
+    pending_vector_writes: int
+
+    @classmethod
+    def of(cls, report: HealthReport) -> HealthResult:
+        return cls(
+            status="ok" if report.ok else "degraded",
+            mode=report.mode,
+            version=__version__,
+            components={
+                name: ComponentHealth(
+                    status="up" if s.up else "down", latency_ms=s.latency_ms, detail=s.detail
+                )
+                for name, s in report.components.items()
+            },
+            pending_vector_writes=report.pending_vector_writes,
+        )
+
+
+class DiscoverResult(BaseModel):
+    openrpc: str
+    info: dict[str, Any]
+    methods: list[dict[str, Any]]
+    components: dict[str, Any]

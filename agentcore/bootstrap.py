@@ -1,0 +1,190 @@
+"""The composition root: the only place that reads settings and builds adapters and services.
+
+Called by the Starlette lifespan, the Celery worker, the CLI and the tests (which may pass
+their own embedder or vector store).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from prometheus_client import CollectorRegistry
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from agentcore.adapters.db.engine import create_engine
+from agentcore.adapters.db.uow import SqlUnitOfWorkFactory, ping
+from agentcore.config import Settings
+from agentcore.domain.clock import Clock, utcnow
+from agentcore.domain.errors import ConfigurationError
+from agentcore.services.health import HealthService, Probe
+from agentcore.services.memory_manager import MemoryManager
+from agentcore.services.ports import Embedder, UnitOfWorkFactory, VectorFilter, VectorStore
+from agentcore.services.retrieval import EnhancedRetrieval
+from agentcore.services.vector_sync import VectorSync
+
+log = logging.getLogger(__name__)
+
+_EMBEDDER_SETTING = "embedder"
+
+
+@dataclass
+class Container:
+    settings: Settings
+    engine: AsyncEngine
+    uow_factory: UnitOfWorkFactory
+    embedder: Embedder
+    vectors: VectorStore
+    vector_sync: VectorSync
+    retrieval: EnhancedRetrieval
+    memory: MemoryManager
+    health: HealthService
+    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+    closers: list[Probe] = field(default_factory=list)
+
+    async def aclose(self) -> None:
+        """Flush owed vector writes and release every resource, in reverse order of opening."""
+        try:
+            await self.vector_sync.flush()
+        finally:
+            for close in reversed(self.closers):
+                try:
+                    await close()
+                except Exception:  # keep closing the rest
+                    log.exception("closing a component failed")
+
+
+def build_embedder(settings: Settings) -> Embedder:
+    if settings.embedder == "openai":
+        from agentcore.adapters.embedders.openai_embedder import OpenAIEmbedder
+
+        if settings.openai_api_key is None:
+            raise ConfigurationError("EMBEDDER=openai needs OPENAI_API_KEY")
+        return OpenAIEmbedder(
+            api_key=settings.openai_api_key.get_secret_value(),
+            base_url=settings.openai_base_url,
+            model=settings.mem0_embedding_model,
+        )
+    from agentcore.adapters.embedders.local_minilm import LocalMiniLMEmbedder
+
+    return LocalMiniLMEmbedder()
+
+
+def build_vector_store(settings: Settings) -> VectorStore:
+    if settings.qdrant_url is None:
+        from agentcore.adapters.vectors.edge import EdgeVectorStore
+
+        return EdgeVectorStore(settings.agentcore_data_dir / "qdrant")
+    from agentcore.adapters.vectors.qdrant_server import QdrantServerVectorStore
+
+    api_key = settings.qdrant_api_key
+    return QdrantServerVectorStore.from_url(
+        settings.qdrant_url,
+        api_key=None if api_key is None else api_key.get_secret_value(),
+        collection=settings.qdrant_collection_name,
+    )
+
+
+async def build_container(
+    settings: Settings,
+    *,
+    embedder: Embedder | None = None,
+    vectors: VectorStore | None = None,
+    clock: Clock = utcnow,
+) -> Container:
+    closers: list[Probe] = []
+    try:
+        return await _build(settings, embedder, vectors, clock, closers)
+    except BaseException:
+        for close in reversed(closers):
+            await close()
+        raise
+
+
+async def _build(
+    settings: Settings,
+    embedder: Embedder | None,
+    vectors: VectorStore | None,
+    clock: Clock,
+    closers: list[Probe],
+) -> Container:
+    engine = create_engine(settings.sqlalchemy_url)
+    closers.append(engine.dispose)
+    uow_factory = SqlUnitOfWorkFactory(engine)
+    embedder = embedder or build_embedder(settings)
+    closers.append(embedder.close)
+    await _check_embedder(uow_factory, embedder)
+    vectors = vectors or build_vector_store(settings)
+    closers.append(vectors.close)
+    await vectors.ensure_collection(embedder.dimension, embedder.model_name)
+
+    sync = VectorSync(uow_factory, vectors, embedder, clock)
+    retrieval = EnhancedRetrieval(
+        uow_factory, vectors, embedder, clock, settings.memory_max_query_length
+    )
+    memory = MemoryManager(
+        uow_factory,
+        embedder,
+        sync,
+        retrieval,
+        clock,
+        max_content_length=settings.memory_max_context_length,
+        max_batch_size=settings.memory_max_batch_size,
+    )
+    probes: dict[str, Probe] = {
+        "database": lambda: ping(engine),
+        "vector_store": lambda: _probe_vectors(vectors),
+    }
+    if settings.redis_url is not None:
+        redis_probe, redis_close = _redis_probe(settings.redis_url)
+        probes["redis"] = redis_probe
+        closers.append(redis_close)
+
+    async def pending() -> int:
+        async with uow_factory() as uow:
+            return await uow.outbox.count()
+
+    health = HealthService(probes, "embedded" if settings.embedded else "production", pending)
+    return Container(
+        settings=settings,
+        engine=engine,
+        uow_factory=uow_factory,
+        embedder=embedder,
+        vectors=vectors,
+        vector_sync=sync,
+        retrieval=retrieval,
+        memory=memory,
+        health=health,
+        closers=closers,
+    )
+
+
+async def _check_embedder(uow_factory: UnitOfWorkFactory, embedder: Embedder) -> None:
+    """A store built with one embedder refuses another: their vectors are not comparable."""
+    wanted = f"{embedder.model_name}/{embedder.dimension}"
+    async with uow_factory() as uow:
+        recorded = await uow.store_settings.get(_EMBEDDER_SETTING)
+        if recorded is None:
+            await uow.store_settings.put(_EMBEDDER_SETTING, wanted)
+            await uow.commit()
+            return
+    if recorded != wanted:
+        raise ConfigurationError(
+            f"this store was built with embedder {recorded} (model/dimension) but {wanted} is "
+            "configured; configure the original embedder or start a new store"
+        )
+
+
+async def _probe_vectors(vectors: VectorStore) -> None:
+    await vectors.count(VectorFilter(scope_keys=["health:probe"]))
+
+
+def _redis_probe(url: str) -> tuple[Probe, Probe]:
+    import redis.asyncio as aioredis
+
+    client = aioredis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+
+    async def probe() -> None:
+        await client.ping()
+
+    return probe, client.aclose

@@ -1,0 +1,167 @@
+"""The operator CLI: run the service, migrate, run a worker, and call the API."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from agentcore.config import Settings, load_settings
+from agentcore.domain.errors import AgentCoreError
+from agentcore.domain.models import ScopeLevel
+
+DEFAULT_URL = "http://127.0.0.1:8080/rpc"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        settings = load_settings()
+        logging.basicConfig(
+            level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        )
+        return int(args.run(args, settings))
+    except AgentCoreError as exc:
+        print(f"agentcore: {exc.message}", file=sys.stderr)
+        return 2
+
+
+def _serve(args: argparse.Namespace, settings: Settings) -> int:
+    import uvicorn
+
+    from agentcore.adapters.db.migrate import upgrade
+    from agentcore.api.app import create_app
+
+    if settings.embedded:
+        settings.agentcore_data_dir.mkdir(parents=True, exist_ok=True)
+        upgrade(settings.sqlalchemy_url)
+    uvicorn.run(
+        create_app(settings),
+        host=args.host,
+        port=args.port,
+        loop="uvloop",
+        http="httptools",
+        log_level=settings.log_level.lower(),
+        access_log=False,
+    )
+    return 0
+
+
+def _migrate(_: argparse.Namespace, settings: Settings) -> int:
+    from agentcore.adapters.db.migrate import upgrade
+
+    if settings.embedded:
+        settings.agentcore_data_dir.mkdir(parents=True, exist_ok=True)
+    upgrade(settings.sqlalchemy_url)
+    print("database is at the newest schema")
+    return 0
+
+
+def _worker(args: argparse.Namespace, settings: Settings) -> int:
+    from agentcore.worker import run_worker
+
+    run_worker(settings, args.loglevel)
+    return 0
+
+
+def _scope(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        level.id_field: value
+        for level in ScopeLevel
+        if (value := getattr(args, level.id_field)) is not None
+    }
+
+
+async def _call(args: argparse.Namespace) -> Any:
+    from agentcore.client import MemoryClient
+
+    scope = _scope(args)
+    async with MemoryClient(args.url) as client:
+        if args.action == "add":
+            extra: dict[str, Any] = {}
+            if args.layer:
+                extra["layer"] = args.layer
+            if args.tags:
+                extra["tags"] = args.tags.split(",")
+            if args.metadata:
+                extra["metadata"] = json.loads(args.metadata)
+            return await client.add(args.content, **scope, **extra)
+        if args.action == "get":
+            return await client.get(args.memory_id, **scope)
+        if args.action == "search":
+            return await client.search(args.query, limit=args.limit, **scope)
+        if args.action == "list":
+            params: dict[str, Any] = {"limit": args.limit, **scope}
+            if args.cursor:
+                params["cursor"] = args.cursor
+            if args.layer:
+                params["layer"] = args.layer
+            return await client.list_memories(**params)
+        return await client.delete(args.memory_id, **scope)
+
+
+def _memory(args: argparse.Namespace, _: Settings) -> int:
+    from agentcore.client import RpcError
+
+    try:
+        result = asyncio.run(_call(args))
+    except RpcError as exc:
+        print(f"agentcore: {exc.code}: {exc.message}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"agentcore: cannot reach {args.url}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    json.dump(result, sys.stdout, indent=2, ensure_ascii=False)
+    print()
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="agentcore", description=__doc__)
+    commands = parser.add_subparsers(required=True, metavar="COMMAND")
+
+    serve = commands.add_parser("serve", help="run the JSON-RPC service")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8080)
+    serve.set_defaults(run=_serve)
+
+    migrate = commands.add_parser("migrate", help="bring the database to the newest schema")
+    migrate.set_defaults(run=_migrate)
+
+    worker = commands.add_parser("worker", help="run a Celery worker")
+    worker.add_argument("--loglevel", default="INFO")
+    worker.set_defaults(run=_worker)
+
+    memory = commands.add_parser("memory", help="call a running service")
+    actions = memory.add_subparsers(required=True, dest="action", metavar="ACTION")
+    add = actions.add_parser("add", help="store a memory")
+    add.add_argument("content")
+    add.add_argument("--layer")
+    add.add_argument("--tags", help="comma-separated")
+    add.add_argument("--metadata", help="a JSON object")
+    get = actions.add_parser("get", help="read a memory")
+    get.add_argument("memory_id")
+    search = actions.add_parser("search", help="search memories")
+    search.add_argument("query")
+    search.add_argument("--limit", type=int, default=10)
+    list_ = actions.add_parser("list", help="list memories, newest first")
+    list_.add_argument("--layer")
+    list_.add_argument("--limit", type=int, default=20)
+    list_.add_argument("--cursor")
+    delete = actions.add_parser("delete", help="delete a memory")
+    delete.add_argument("memory_id")
+    for sub in (add, get, search, list_, delete):
+        sub.add_argument("--url", default=DEFAULT_URL, help=f"the service (default {DEFAULT_URL})")
+        for level in ScopeLevel:
+            flag = "--" + level.id_field.replace("_", "-")
+            sub.add_argument(flag, dest=level.id_field, metavar="ID")
+        sub.set_defaults(run=_memory)
+    return parser
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,74 @@
+"""Health of every component: each probe is timed and bounded, and a failure is a status."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+
+log = logging.getLogger(__name__)
+
+Probe = Callable[[], Awaitable[None]]
+"""Returns when the component works; raises when it does not."""
+
+
+@dataclass(frozen=True, slots=True)
+class ComponentStatus:
+    up: bool
+    latency_ms: float
+    detail: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HealthReport:
+    ok: bool
+    mode: str
+    components: dict[str, ComponentStatus]
+    pending_vector_writes: int
+
+
+class HealthService:
+    def __init__(
+        self,
+        probes: Mapping[str, Probe],
+        mode: str,
+        pending_vector_writes: Callable[[], Awaitable[int]],
+        timeout: float = 2.0,
+    ) -> None:
+        self._probes = probes
+        self._mode = mode
+        self._pending = pending_vector_writes
+        self._timeout = timeout
+
+    async def check(self) -> HealthReport:
+        names = list(self._probes)
+        statuses = await asyncio.gather(*(self._run(name) for name in names))
+        components = dict(zip(names, statuses, strict=True))
+        try:
+            pending = await self._pending()
+        except Exception:  # reported as unknown rather than failing the health call
+            log.exception("counting pending vector writes failed")
+            pending = -1
+        return HealthReport(
+            ok=all(s.up for s in statuses),
+            mode=self._mode,
+            components=components,
+            pending_vector_writes=pending,
+        )
+
+    async def _run(self, name: str) -> ComponentStatus:
+        started = time.perf_counter()
+        try:
+            await asyncio.wait_for(self._probes[name](), self._timeout)
+        except TimeoutError:
+            return ComponentStatus(False, _ms(started), "timed out")
+        except Exception as exc:  # a probe's failure is the status it reports
+            log.warning("health probe %s failed: %r", name, exc)
+            return ComponentStatus(False, _ms(started), "unreachable")
+        return ComponentStatus(True, _ms(started))
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 3)

