@@ -111,11 +111,14 @@ async def _build(
     engine = create_engine(settings.sqlalchemy_url)
     closers.append(engine.dispose)
     uow_factory = SqlUnitOfWorkFactory(engine)
-    embedder = embedder or build_embedder(settings)
-    closers.append(embedder.close)
+    # The container closes what it built; what a caller passed in stays the caller's.
+    if embedder is None:
+        embedder = build_embedder(settings)
+        closers.append(embedder.close)
     await _check_embedder(uow_factory, embedder)
-    vectors = vectors or build_vector_store(settings)
-    closers.append(vectors.close)
+    if vectors is None:
+        vectors = build_vector_store(settings)
+        closers.append(vectors.close)
     await vectors.ensure_collection(embedder.dimension, embedder.model_name)
 
     sync = VectorSync(uow_factory, vectors, embedder, clock)

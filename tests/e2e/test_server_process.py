@@ -1,0 +1,94 @@
+"""The real server process: crash safety (kill -9 right after an acknowledged add) and the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from agentcore.client import MemoryClient
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+class Server:
+    def __init__(self, data_dir: Path) -> None:
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}/rpc"
+        self.env = {**os.environ, "AGENTCORE_DATA_DIR": str(data_dir), "LOG_LEVEL": "WARNING"}
+        for name in ("DATABASE_URL", "QDRANT_URL", "REDIS_URL"):
+            self.env.pop(name, None)
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        command = [sys.executable, "-m", "agentcore.cli", "serve", "--port", str(self.port)]
+        self.process = subprocess.Popen(command, env=self.env)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"http://127.0.0.1:{self.port}/health", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        raise AssertionError("the server did not become healthy within 60 s")
+
+    def kill(self, sig: int) -> None:
+        assert self.process is not None
+        self.process.send_signal(sig)
+        self.process.wait(timeout=30)
+
+    def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "agentcore.cli", "memory", *args, "--url", self.url]
+        return subprocess.run(command, env=self.env, capture_output=True, text=True, timeout=60)
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Server]:
+    s = Server(tmp_path / "data")
+    s.start()
+    yield s
+    if s.process is not None and s.process.poll() is None:
+        s.kill(signal.SIGTERM)
+
+
+async def test_kill_9_after_add_loses_nothing(server: Server) -> None:
+    async with MemoryClient(server.url) as client:
+        added = await client.add("The staging password rotates every 30 days", user_id="ops")
+    server.kill(signal.SIGKILL)  # no shutdown hook runs: nothing is flushed on the way out
+    server.start()
+    async with MemoryClient(server.url) as client:
+        stored = await client.get(added["memory_id"], user_id="ops")
+        found = await client.search("how often does the staging password rotate", user_id="ops")
+    assert stored["content"] == "The staging password rotates every 30 days"
+    assert found["results"][0]["memory"]["id"] == added["memory_id"]
+
+
+def test_cli_talks_to_a_running_server(server: Server) -> None:
+    added = server.cli("add", "Bob is allergic to peanuts", "--user-id", "bob", "--tags", "health")
+    assert added.returncode == 0, added.stderr
+    memory_id = json.loads(added.stdout)["memory_id"]
+    found = json.loads(server.cli("search", "what is bob allergic to", "--user-id", "bob").stdout)
+    assert found["results"][0]["memory"]["id"] == memory_id
+    listed = json.loads(server.cli("list", "--user-id", "bob").stdout)
+    assert listed["total_count"] == 1
+    assert json.loads(server.cli("get", memory_id, "--user-id", "bob").stdout)["tags"] == ["health"]
+    assert json.loads(server.cli("delete", memory_id, "--user-id", "bob").stdout) == {
+        "deleted": True
+    }
+    missing = server.cli("get", memory_id, "--user-id", "bob")
+    assert missing.returncode == 1
+    assert "MEMORY_NOT_FOUND" in missing.stderr

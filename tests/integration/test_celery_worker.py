@@ -1,0 +1,75 @@
+"""A real Celery worker process on the machine's Redis and PostgreSQL replays vector writes
+that the API process could not make."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentcore.adapters.embedders.local_minilm import LocalMiniLMEmbedder
+from agentcore.adapters.vectors.edge import EdgeVectorStore
+from agentcore.bootstrap import build_container
+from agentcore.config import Settings
+from agentcore.domain.models import ScopeIds
+from agentcore.domain.records import NewMemory
+from agentcore.services.ports import VectorFilter
+from agentcore.worker import REPLAY_VECTORS, create_celery
+from tests.fakes import FakeVectorStore
+
+pytestmark = [pytest.mark.postgres, pytest.mark.redis]
+
+
+async def _add_while_vectors_are_down(settings: Settings) -> str:
+    embedder = LocalMiniLMEmbedder()
+    down = FakeVectorStore()
+    down.failing = True
+    api = await build_container(settings, embedder=embedder, vectors=down)
+    try:
+        new = NewMemory("The release train leaves on Thursday", ScopeIds(team_id="t1"))
+        return (await api.memory.add(new)).id
+    finally:
+        await api.aclose()
+        await embedder.close()
+
+
+async def _search_embedded_vectors(data_dir: Path) -> list[str]:
+    vectors = EdgeVectorStore(data_dir / "qdrant")
+    await vectors.ensure_collection(384, "all-MiniLM-L6-v2")
+    query = LocalMiniLMEmbedder()
+    try:
+        vector = (await query.embed(["when does the release train leave"]))[0]
+        hits = await vectors.search(vector, VectorFilter(scope_keys=["team:t1"]), 5)
+    finally:
+        await query.close()
+        await vectors.close()
+    return [hit.id for hit in hits]
+
+
+def test_worker_replays_owed_vector_writes(
+    postgres_url: str, redis_url: str, tmp_path: Path
+) -> None:
+    settings = Settings(agentcore_data_dir=tmp_path, database_url=postgres_url, redis_url=redis_url)
+    stored_id = asyncio.run(_add_while_vectors_are_down(settings))
+    env = {
+        **os.environ,
+        "AGENTCORE_DATA_DIR": str(tmp_path),
+        "DATABASE_URL": postgres_url,
+        "REDIS_URL": redis_url,
+    }
+    env.pop("QDRANT_URL", None)
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "agentcore.cli", "worker", "--loglevel", "WARNING"], env=env
+    )
+    try:
+        app, _ = create_celery(settings)
+        assert app.send_task(REPLAY_VECTORS).get(timeout=120) == 1
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(timeout=60)
+    assert asyncio.run(_search_embedded_vectors(tmp_path)) == [stored_id]
