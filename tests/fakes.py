@@ -285,7 +285,7 @@ class FakeStore:
         self.state = _State()
         self.commits = 0
 
-    def __call__(self) -> FakeUnitOfWork:
+    def __call__(self, *, read_only: bool = False) -> FakeUnitOfWork:
         return FakeUnitOfWork(self)
 
 

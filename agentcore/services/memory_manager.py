@@ -128,7 +128,7 @@ class MemoryManager:
     async def update(self, memory_id: str, scope: ScopeIds, changes: MemoryChanges) -> Memory:
         """Apply a partial update; a content change re-embeds the memory."""
         now = self._clock()
-        async with self._uow_factory() as uow:
+        async with self._uow_factory(read_only=True) as uow:
             current = await self._visible(uow, memory_id, scope)
         updated, before, after = apply_changes(current, changes, now, self._max_content)
         if not after:
@@ -189,7 +189,7 @@ class MemoryManager:
             limit=request.limit + 1,
             after=request.after,
         )
-        async with self._uow_factory() as uow:
+        async with self._uow_factory(read_only=True) as uow:
             rows, total = await uow.memories.page(query)
         page, more = rows[: request.limit], len(rows) > request.limit
         next_after = (page[-1].created_at, page[-1].id) if more and page else None
@@ -200,7 +200,7 @@ class MemoryManager:
 
     async def history(self, memory_id: str, scope: ScopeIds) -> list[MemoryEvent]:
         keys = visible_scope_keys(scope)
-        async with self._uow_factory() as uow:
+        async with self._uow_factory(read_only=True) as uow:
             events = await uow.history.for_memory(memory_id)
         if not events or events[0].scope_key not in keys:
             raise MemoryNotFound(f"no memory {memory_id} in the given scope")

@@ -214,4 +214,6 @@ class UnitOfWork(Protocol):
 
 
 class UnitOfWorkFactory(Protocol):
-    def __call__(self) -> UnitOfWork: ...
+    def __call__(self, *, read_only: bool = False) -> UnitOfWork:
+        """A new unit of work; a ``read_only`` one must not write (it may skip write locks)."""
+        ...

@@ -82,7 +82,7 @@ class EnhancedRetrieval:
         )
         vector = (await self._embedder.embed([q.query]))[0]
         hits = await self._vectors.search(vector, flt, q.limit + _SLACK, q.threshold)
-        async with self._uow_factory() as uow:
+        async with self._uow_factory(read_only=True) as uow:
             memories = await uow.memories.get_many([hit.id for hit in hits])
         by_id = {m.id: m for m in memories if m.scope_key in keys and not m.is_expired(now)}
         ranked = self._rank(

@@ -10,6 +10,7 @@ from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 SQLITE_BUSY_TIMEOUT_MS = 5000
+READ_ONLY = "agentcore_read_only"  # execution option of read-only units of work
 
 # journal_mode=WAL lets readers run beside the writer; synchronous=FULL fsyncs the WAL on every
 # commit so an acknowledged write survives an OS crash or power loss (NORMAL only survives a
@@ -59,6 +60,10 @@ def _sqlite_engine(url: str) -> AsyncEngine:
     def _on_begin(connection: Connection) -> None:
         # IMMEDIATE takes the write lock up front: a unit of work that reads and then writes
         # waits (busy_timeout) for a concurrent writer instead of failing with SQLITE_BUSY.
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        # Read-only units of work take no lock: in WAL mode they read beside the writer.
+        if connection.get_execution_options().get(READ_ONLY):
+            connection.exec_driver_sql("BEGIN DEFERRED")
+        else:
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
 
     return engine

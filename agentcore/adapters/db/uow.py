@@ -8,6 +8,7 @@ from typing import Self
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from agentcore.adapters.db.engine import READ_ONLY
 from agentcore.adapters.db.repositories import (
     SqlHistoryRepository,
     SqlMemoryRepository,
@@ -70,9 +71,15 @@ class SqlUnitOfWorkFactory:
         self._sessions = async_sessionmaker(
             engine, class_=AsyncSession, expire_on_commit=False, autoflush=False
         )
+        self._read_sessions = async_sessionmaker(
+            engine.execution_options(**{READ_ONLY: True}),
+            class_=AsyncSession,
+            expire_on_commit=False,
+            autoflush=False,
+        )
 
-    def __call__(self) -> SqlUnitOfWork:
-        return SqlUnitOfWork(self._sessions)
+    def __call__(self, *, read_only: bool = False) -> SqlUnitOfWork:
+        return SqlUnitOfWork(self._read_sessions if read_only else self._sessions)
 
 
 async def ping(engine: AsyncEngine) -> None:
