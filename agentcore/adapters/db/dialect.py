@@ -10,6 +10,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.types import Text
 
+from agentcore.domain.errors import ConfigurationError
+
 T = TypeVar("T")
 
 # Well below SQLite's bound-parameter limit, and a sane statement size on Postgres.
@@ -30,7 +32,7 @@ def insert_ignoring_conflicts(dialect: str, table: Table, values: dict[str, Any]
     elif dialect == "sqlite":
         stmt = sqlite.insert(table).values(values).on_conflict_do_nothing()
     else:
-        raise NotImplementedError(f"unsupported database dialect {dialect!r}")
+        raise _unsupported(dialect)
     # SQLAlchemy reports an INSERT's rowcount only when asked to.
     return stmt.execution_options(preserve_rowcount=True)
 
@@ -43,7 +45,7 @@ def upsert(dialect: str, table: Table, values: dict[str, Any], key: str) -> Any:
     elif dialect == "sqlite":
         stmt = sqlite.insert(table).values(values)
     else:
-        raise NotImplementedError(f"unsupported database dialect {dialect!r}")
+        raise _unsupported(dialect)
     updates = {name: stmt.excluded[name] for name in values if name != key}
     return stmt.on_conflict_do_update(index_elements=[key], set_=updates)
 
@@ -60,4 +62,10 @@ def json_array_contains_any(
     if dialect == "sqlite":
         element = func.json_each(column).table_valued("value")
         return exists(select(1).select_from(element).where(element.c.value.in_(list(values))))
-    raise NotImplementedError(f"unsupported database dialect {dialect!r}")
+    raise _unsupported(dialect)
+
+
+def _unsupported(dialect: str) -> ConfigurationError:
+    return ConfigurationError(
+        f"unsupported database {dialect!r}: DATABASE_URL must be PostgreSQL (or unset for SQLite)"
+    )
