@@ -177,6 +177,12 @@ class _Memories:
             m.id for m in self._s.memories.values() if m.scope_key == scope_key and m.layer is layer
         ]
 
+    async def get_by_key(self, scope_key: str, key: str) -> Memory | None:
+        for m in self._s.memories.values():
+            if m.scope_key == scope_key and m.key == key:
+                return copy.deepcopy(m)
+        return None
+
     async def record_access(self, memory_ids: Sequence[str], at: datetime) -> None:
         for memory_id in memory_ids:
             memory = self._s.memories.get(memory_id)
@@ -194,6 +200,11 @@ def _listed(m: Memory, q: ListQuery) -> bool:
         and (q.since is None or m.created_at >= q.since)
         and (q.until is None or m.created_at <= q.until)
         and (q.alive_at is None or m.expires_at is None or m.expires_at > q.alive_at)
+        and all(
+            k in m.metadata and m.metadata[k] == v and type(m.metadata[k]) is type(v)
+            for k, v in (q.metadata or {}).items()
+        )
+        and (not q.keyed_only or m.key is not None)
     )
 
 

@@ -71,6 +71,12 @@ class NewMemory:
     ttl_seconds: int | None = None
     key: str | None = None
     source: str = "api"
+    # A caller-chosen id makes a write idempotent (e.g. a working-memory item moved to the
+    # episodic layer twice after a crash); None means a new random id.
+    id: str | None = None
+    importance: float = 0.5
+    confidence: float | None = None
+    compacted_from_ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +95,7 @@ def build_memory(new: NewMemory, now: datetime, max_length: int, embedding_model
     level = owning_level(new.scope, new.scope_level)
     layer = DEFAULT_LAYER if new.layer is None else parse_layer(new.layer)
     return Memory(
-        id=new_id(),
+        id=new.id or new_id(),
         content=check_content(new.content, max_length),
         layer=layer,
         scope_level=level,
@@ -103,6 +109,9 @@ def build_memory(new: NewMemory, now: datetime, max_length: int, embedding_model
         critical=new.critical,
         expires_at=expiry(now, new.expires_at, new.ttl_seconds),
         source=new.source,
+        importance=new.importance,
+        confidence=new.confidence,
+        compacted_from_ids=list(new.compacted_from_ids),
         created_in_session_id=new.scope.session_id,
         embedding_model=embedding_model,
     )

@@ -41,6 +41,8 @@ class ListRequest:
     after: tuple[datetime, str] | None = None
     limit: int = 20
     order_desc: bool = True
+    metadata: dict[str, str | int | bool] | None = None
+    keyed_only: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,6 +190,8 @@ class MemoryManager:
             order_desc=request.order_desc,
             limit=request.limit + 1,
             after=request.after,
+            metadata=request.metadata,
+            keyed_only=request.keyed_only,
         )
         async with self._uow_factory(read_only=True) as uow:
             rows, total = await uow.memories.page(query)

@@ -11,7 +11,7 @@ from typing import Any, Protocol, Self
 import numpy as np
 import numpy.typing as npt
 
-from agentcore.domain.models import Layer, Memory, MemoryEvent
+from agentcore.domain.models import Layer, Memory, MemoryEvent, ScopeIds
 
 Vectors = npt.NDArray[np.float32]
 
@@ -123,6 +123,8 @@ class ListQuery:
     order_desc: bool = True
     limit: int = 50
     after: tuple[datetime, str] | None = None  # keyset cursor: (created_at, id) of the last row
+    metadata: dict[str, str | int | bool] | None = None  # exact match on top-level keys
+    keyed_only: bool = False  # only memories that have a key
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +155,8 @@ class MemoryRepository(Protocol):
         ...
 
     async def ids_in_scope(self, scope_key: str, layer: Layer) -> list[str]: ...
+
+    async def get_by_key(self, scope_key: str, key: str) -> Memory | None: ...
 
     async def record_access(self, memory_ids: Sequence[str], at: datetime) -> None:
         """Increment access_count and set last_accessed_at."""
@@ -216,4 +220,26 @@ class UnitOfWork(Protocol):
 class UnitOfWorkFactory(Protocol):
     def __call__(self, *, read_only: bool = False) -> UnitOfWork:
         """A new unit of work; a ``read_only`` one must not write (it may skip write locks)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeItem:
+    """One item leaving working memory: it becomes an episodic memory of its session."""
+
+    id: str  # the working-memory item's id; reused as the memory id (idempotent moves)
+    content: str
+    kind: str  # message, task or goal
+    role: str | None
+    at: datetime
+    stage_id: str | None = None
+
+
+class EpisodeSink(Protocol):
+    """Where working memory sends what it evicts or flushes (the episodic layer)."""
+
+    async def record(self, scope: ScopeIds, items: Sequence[EpisodeItem], reason: str) -> list[str]:
+        """Store the items as episodes of ``scope`` (which carries the session id); returns
+        the ids of the stored memories. Items of different stages never share an episode.
+        Idempotent: items already stored are skipped. ``reason``: evicted, flushed or idle."""
         ...

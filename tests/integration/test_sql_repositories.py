@@ -521,3 +521,41 @@ async def test_upgrade_twice_is_a_no_op(uows: SqlUnitOfWorkFactory, database_url
     finally:
         await engine.dispose()
     assert [row[0] for row in versions] == ["0001"]
+
+
+async def test_metadata_filter_matches_value_and_type(uows: SqlUnitOfWorkFactory) -> None:
+    key = ScopeIds(user_id="u1")
+    rows = [
+        make_memory(scope=key, metadata={"action": "deploy", "n": 3, "ok": True}),
+        make_memory(scope=key, metadata={"action": "deploy", "n": "3", "ok": False}),
+        make_memory(scope=key, metadata={"action": "rollback"}),
+    ]
+    await add_all(uows, *rows)
+
+    async def ids(**metadata: str | int | bool) -> set[str]:
+        async with uows(read_only=True) as uow:
+            found, total = await uow.memories.page(
+                ListQuery(scope_keys=["user:u1"], metadata=metadata, limit=10)
+            )
+        assert total == len(found)
+        return {m.id for m in found}
+
+    assert await ids(action="deploy") == {rows[0].id, rows[1].id}
+    assert await ids(action="deploy", n=3) == {rows[0].id}
+    assert await ids(n="3") == {rows[1].id}
+    assert await ids(ok=True) == {rows[0].id}
+    assert await ids(ok=False) == {rows[1].id}
+    assert await ids(action="missing") == set()
+
+
+async def test_get_by_key_and_keyed_only(uows: SqlUnitOfWorkFactory) -> None:
+    keyed = make_memory(key="favourite_colour", content='"green"')
+    await add_all(uows, keyed, make_memory())
+    async with uows(read_only=True) as uow:
+        assert await uow.memories.get_by_key("user:u1", "favourite_colour") == keyed
+        assert await uow.memories.get_by_key("user:u2", "favourite_colour") is None
+        found, total = await uow.memories.page(
+            ListQuery(scope_keys=["user:u1"], keyed_only=True, limit=10)
+        )
+    assert [m.id for m in found] == [keyed.id]
+    assert total == 1

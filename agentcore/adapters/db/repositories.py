@@ -29,6 +29,7 @@ from agentcore.adapters.db.dialect import (
     chunks,
     insert_ignoring_conflicts,
     json_array_contains_any,
+    json_object_matches,
     upsert,
 )
 from agentcore.adapters.db.tables import (
@@ -189,6 +190,11 @@ class SqlMemoryRepository:
         )
         return list(await self._session.scalars(stmt))
 
+    async def get_by_key(self, scope_key: str, key: str) -> Memory | None:
+        stmt = _select().where(MemoryRow.scope_key == scope_key, MemoryRow.key == key)
+        row = (await self._session.scalars(stmt)).first()
+        return None if row is None else memory_from_row(row)
+
     async def record_access(self, memory_ids: Sequence[str], at: datetime) -> None:
         """Increment access_count and set last_accessed_at, in one UPDATE (no read)."""
         for part in chunks(list(dict.fromkeys(memory_ids))):
@@ -219,6 +225,10 @@ class SqlMemoryRepository:
             conditions.append(
                 or_(MemoryRow.expires_at.is_(None), MemoryRow.expires_at > query.alive_at)
             )
+        if query.metadata:
+            conditions.append(json_object_matches(self._dialect, _TABLE.c.metadata, query.metadata))
+        if query.keyed_only:
+            conditions.append(MemoryRow.key.is_not(None))
         return conditions
 
 
