@@ -18,6 +18,7 @@ from agentcore.config import Settings
 from agentcore.domain.clock import Clock, utcnow
 from agentcore.domain.errors import ConfigurationError
 from agentcore.services.health import HealthService, Probe
+from agentcore.services.key_value import KeyValueService
 from agentcore.services.memory_manager import MemoryManager
 from agentcore.services.ports import Embedder, UnitOfWorkFactory, VectorFilter, VectorStore
 from agentcore.services.retrieval import EnhancedRetrieval
@@ -38,6 +39,7 @@ class Container:
     vector_sync: VectorSync
     retrieval: EnhancedRetrieval
     memory: MemoryManager
+    key_values: KeyValueService
     health: HealthService
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
     closers: list[Probe] = field(default_factory=list)
@@ -157,6 +159,7 @@ async def _build(
         vector_sync=sync,
         retrieval=retrieval,
         memory=memory,
+        key_values=KeyValueService(memory, uow_factory, clock, settings.memory_max_context_length),
         health=health,
         closers=closers,
     )

@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 from agentcore.api import cursor, schemas
 from agentcore.api import params as p
+from agentcore.api.key_value import key_value_methods
 from agentcore.api.rpc import RpcMethod
 from agentcore.domain.records import MemoryChanges, NewMemory
 from agentcore.services.memory_manager import ListRequest
@@ -192,6 +193,7 @@ def build_methods(c: Container, discover: Callable[[], dict[str, Any]]) -> dict[
             "This API as an OpenRPC document.",
         ),
     ]
+    table += key_value_methods(c.key_values)
     return {method.name: method for method in table}
 
 
@@ -202,4 +204,4 @@ def _m(
     handler: Callable[[P], Awaitable[R]],
     summary: str,
 ) -> RpcMethod:
-    return RpcMethod(name, params, result, handler, summary)  # type: ignore[arg-type]
+    return RpcMethod(name, params, result, handler, summary)

@@ -27,7 +27,7 @@ from agentcore.domain.errors import AgentCoreError
 
 log = logging.getLogger(__name__)
 
-Handler = Callable[[BaseModel], Awaitable[BaseModel]]
+Handler = Callable[[Any], Awaitable[BaseModel]]  # takes an instance of the params model
 
 
 class RpcMethod:

@@ -34,7 +34,7 @@ async def echo(p: EchoParams) -> EchoResult:
 
 @pytest.fixture
 def endpoint() -> JsonRpcEndpoint:
-    method = RpcMethod("echo", EchoParams, EchoResult, echo, "Echo.")  # type: ignore[arg-type]
+    method = RpcMethod("echo", EchoParams, EchoResult, echo, "Echo.")
     return JsonRpcEndpoint({"echo": method}, RpcMetrics(CollectorRegistry()))
 
 
