@@ -21,7 +21,7 @@ from sqlalchemy import (
     tuple_,
     update,
 )
-from sqlalchemy.engine import CursorResult
+from sqlalchemy.engine import CursorResult, RowMapping
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -81,30 +81,31 @@ def memory_values(memory: Memory) -> dict[str, Any]:
     }
 
 
-def memory_from_row(row: MemoryRow) -> Memory:
+def memory_from_row(row: RowMapping) -> Memory:
+    """A memory from a row of the memories table (Core: column names, no ORM identity map)."""
     return Memory(
-        id=row.id,
-        content=row.content,
-        layer=Layer(row.layer),
-        scope_level=ScopeLevel(row.scope_level),
-        scope=ScopeIds(**{name: getattr(row, name) for name in _SCOPE_FIELDS}),
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-        metadata=dict(row.metadata_ or {}),
-        tags=list(row.tags or []),
-        key=row.key,
-        stage_id=row.stage_id,
-        critical=row.critical,
-        importance=row.importance,
-        access_count=row.access_count,
-        last_accessed_at=row.last_accessed_at,
-        expires_at=row.expires_at,
-        source=row.source,
-        confidence=row.confidence,
-        promoted_from_id=row.promoted_from_id,
-        compacted_from_ids=list(row.compacted_from_ids or []),
-        created_in_session_id=row.created_in_session_id,
-        embedding_model=row.embedding_model,
+        id=row["id"],
+        content=row["content"],
+        layer=Layer(row["layer"]),
+        scope_level=ScopeLevel(row["scope_level"]),
+        scope=ScopeIds(**{name: row[name] for name in _SCOPE_FIELDS}),
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        metadata=dict(row["metadata"] or {}),
+        tags=list(row["tags"] or []),
+        key=row["key"],
+        stage_id=row["stage_id"],
+        critical=row["critical"],
+        importance=row["importance"],
+        access_count=row["access_count"],
+        last_accessed_at=row["last_accessed_at"],
+        expires_at=row["expires_at"],
+        source=row["source"],
+        confidence=row["confidence"],
+        promoted_from_id=row["promoted_from_id"],
+        compacted_from_ids=list(row["compacted_from_ids"] or []),
+        created_in_session_id=row["created_in_session_id"],
+        embedding_model=row["embedding_model"],
     )
 
 
@@ -129,15 +130,15 @@ class SqlMemoryRepository:
             )
 
     async def get(self, memory_id: str) -> Memory | None:
-        rows = await self._session.scalars(_select().where(MemoryRow.id == memory_id))
+        rows = (await self._session.execute(_select().where(_TABLE.c.id == memory_id))).mappings()
         row = rows.one_or_none()
         return None if row is None else memory_from_row(row)
 
     async def get_many(self, memory_ids: Sequence[str]) -> list[Memory]:
         found: list[Memory] = []
         for part in chunks(list(dict.fromkeys(memory_ids))):
-            rows = await self._session.scalars(_select().where(MemoryRow.id.in_(part)))
-            found.extend(memory_from_row(row) for row in rows)
+            rows = await self._session.execute(_select().where(_TABLE.c.id.in_(part)))
+            found.extend(memory_from_row(row) for row in rows.mappings())
         return found
 
     async def update(self, memory: Memory) -> None:
@@ -178,8 +179,8 @@ class SqlMemoryRepository:
         else:
             order = (MemoryRow.created_at.asc(), MemoryRow.id.asc())
         stmt = _select().where(*conditions).order_by(*order).limit(max(query.limit, 0))
-        rows = await self._session.scalars(stmt)
-        memories = [memory_from_row(row) for row in rows]
+        rows = await self._session.execute(stmt)
+        memories = [memory_from_row(row) for row in rows.mappings()]
         return memories, await self._count(query)
 
     async def ids_in_scope(self, scope_key: str, layer: Layer) -> list[str]:
@@ -192,7 +193,7 @@ class SqlMemoryRepository:
 
     async def get_by_key(self, scope_key: str, key: str) -> Memory | None:
         stmt = _select().where(MemoryRow.scope_key == scope_key, MemoryRow.key == key)
-        row = (await self._session.scalars(stmt)).first()
+        row = (await self._session.execute(stmt)).mappings().first()
         return None if row is None else memory_from_row(row)
 
     async def record_access(self, memory_ids: Sequence[str], at: datetime) -> None:
@@ -232,9 +233,9 @@ class SqlMemoryRepository:
         return conditions
 
 
-def _select() -> Select[MemoryRow]:
-    # populate_existing: a row re-read in the same unit of work reflects UPDATEs made since.
-    return select(MemoryRow).execution_options(populate_existing=True)
+def _select() -> Select[Any]:
+    # Core rows, not ORM entities: no identity map to go stale and about half the cost per row.
+    return select(_TABLE)
 
 
 def _after(cursor: tuple[datetime, str], desc: bool) -> ColumnElement[bool]:
