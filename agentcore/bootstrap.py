@@ -21,6 +21,7 @@ from agentcore.services.health import HealthService, Probe
 from agentcore.services.key_value import KeyValueService
 from agentcore.services.memory_manager import MemoryManager
 from agentcore.services.ports import Embedder, UnitOfWorkFactory, VectorFilter, VectorStore
+from agentcore.services.procedural import ProceduralMemoryService
 from agentcore.services.retrieval import EnhancedRetrieval
 from agentcore.services.vector_sync import VectorSync
 
@@ -40,6 +41,7 @@ class Container:
     retrieval: EnhancedRetrieval
     memory: MemoryManager
     key_values: KeyValueService
+    procedural: ProceduralMemoryService
     health: HealthService
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
     closers: list[Probe] = field(default_factory=list)
@@ -160,6 +162,11 @@ async def _build(
         retrieval=retrieval,
         memory=memory,
         key_values=KeyValueService(memory, uow_factory, clock, settings.memory_max_context_length),
+        procedural=ProceduralMemoryService(
+            memory,
+            settings.procedural_memory_min_occurrences,
+            max_content_length=settings.memory_max_context_length,
+        ),
         health=health,
         closers=closers,
     )

@@ -10,6 +10,7 @@ from pydantic import BaseModel
 from agentcore.api import cursor, schemas
 from agentcore.api import params as p
 from agentcore.api.key_value import key_value_methods
+from agentcore.api.procedural import procedural_methods
 from agentcore.api.rpc import RpcMethod
 from agentcore.domain.records import MemoryChanges, NewMemory
 from agentcore.services.memory_manager import ListRequest
@@ -194,6 +195,7 @@ def build_methods(c: Container, discover: Callable[[], dict[str, Any]]) -> dict[
         ),
     ]
     table += key_value_methods(c.key_values)
+    table += procedural_methods(c.procedural)
     return {method.name: method for method in table}
 
 
