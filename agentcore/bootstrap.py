@@ -17,6 +17,7 @@ from agentcore.adapters.db.uow import SqlUnitOfWorkFactory, ping
 from agentcore.config import Settings
 from agentcore.domain.clock import Clock, utcnow
 from agentcore.domain.errors import ConfigurationError
+from agentcore.services.episodic import EpisodicMemoryService
 from agentcore.services.health import HealthService, Probe
 from agentcore.services.key_value import KeyValueService
 from agentcore.services.memory_manager import MemoryManager
@@ -42,6 +43,7 @@ class Container:
     memory: MemoryManager
     key_values: KeyValueService
     procedural: ProceduralMemoryService
+    episodic: EpisodicMemoryService
     health: HealthService
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
     closers: list[Probe] = field(default_factory=list)
@@ -165,6 +167,14 @@ async def _build(
         procedural=ProceduralMemoryService(
             memory,
             settings.procedural_memory_min_occurrences,
+            max_content_length=settings.memory_max_context_length,
+        ),
+        episodic=EpisodicMemoryService(
+            uow_factory,
+            memory,
+            clock,
+            max_episodes=settings.episodic_memory_max_episodes,
+            batch_size=settings.memory_max_batch_size,
             max_content_length=settings.memory_max_context_length,
         ),
         health=health,

@@ -12,6 +12,7 @@ from logging.config import fileConfig
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, make_url
 
+import agentcore.adapters.db.episodes  # noqa: F401  (registers the episodes table)
 from agentcore.adapters.db.engine import create_engine
 from agentcore.adapters.db.tables import Base
 from agentcore.config import load_settings

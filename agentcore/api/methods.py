@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 from agentcore.api import cursor, schemas
 from agentcore.api import params as p
+from agentcore.api.episodic import episodic_methods
 from agentcore.api.key_value import key_value_methods
 from agentcore.api.procedural import procedural_methods
 from agentcore.api.rpc import RpcMethod
@@ -196,6 +197,7 @@ def build_methods(c: Container, discover: Callable[[], dict[str, Any]]) -> dict[
     ]
     table += key_value_methods(c.key_values)
     table += procedural_methods(c.procedural)
+    table += episodic_methods(c.episodic)
     return {method.name: method for method in table}
 
 

@@ -11,6 +11,7 @@ from typing import Any, Protocol, Self
 import numpy as np
 import numpy.typing as npt
 
+from agentcore.domain.episodes import Episode, EpisodeStatus
 from agentcore.domain.models import Layer, Memory, MemoryEvent, ScopeIds
 
 Vectors = npt.NDArray[np.float32]
@@ -197,6 +198,48 @@ class SettingsRepository(Protocol):
     async def put(self, name: str, value: str) -> None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class EpisodeQuery:
+    """Episodes of ``scope_keys`` newest first; ``since``/``until`` match every episode whose
+    [started_at, ended_at] overlaps them; ``after`` is the (started_at, id) of the last row."""
+
+    scope_keys: Sequence[str]
+    session_id: str | None = None
+    task_id: str | None = None
+    stage_id: str | None = None
+    status: EpisodeStatus | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    limit: int = 20
+    after: tuple[datetime, str] | None = None
+
+
+class EpisodeRepository(Protocol):
+    async def get_many(self, episode_ids: Sequence[str], *, lock: bool = False) -> list[Episode]:
+        """Found episodes only; ``lock`` holds them against concurrent writers until commit."""
+        ...
+
+    async def open_for(self, scope_key: str, session_id: str | None) -> Episode | None:
+        """The newest open episode of the session in that scope."""
+        ...
+
+    async def overlapping(self, scope_key: str, since: datetime, until: datetime) -> list[Episode]:
+        """Every episode of the scope, of any status, whose time range meets [since, until]."""
+        ...
+
+    async def save(self, episode: Episode) -> None:
+        """Insert, or replace the episode with the same id."""
+        ...
+
+    async def page(self, query: EpisodeQuery) -> tuple[list[Episode], int]:
+        """One page and the total count matching the filters."""
+        ...
+
+    async def beyond_cap(self, scope_key: str, keep: int) -> list[Episode]:
+        """Unsummarized episodes of the scope older than its newest ``keep``, oldest first."""
+        ...
+
+
 class UnitOfWork(Protocol):
     """``async with uow:`` opens one transaction; it rolls back unless ``commit()`` was called."""
 
@@ -204,6 +247,7 @@ class UnitOfWork(Protocol):
     history: HistoryRepository
     outbox: OutboxRepository
     store_settings: SettingsRepository
+    episodes: EpisodeRepository
 
     async def __aenter__(self) -> Self: ...
 

@@ -9,6 +9,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from agentcore.adapters.db.engine import READ_ONLY
+from agentcore.adapters.db.episodes import SqlEpisodeRepository
 from agentcore.adapters.db.repositories import (
     SqlHistoryRepository,
     SqlMemoryRepository,
@@ -16,6 +17,7 @@ from agentcore.adapters.db.repositories import (
     SqlSettingsRepository,
 )
 from agentcore.services.ports import (
+    EpisodeRepository,
     HistoryRepository,
     MemoryRepository,
     OutboxRepository,
@@ -30,6 +32,7 @@ class SqlUnitOfWork:
     history: HistoryRepository
     outbox: OutboxRepository
     store_settings: SettingsRepository
+    episodes: EpisodeRepository
 
     def __init__(self, session_factory: async_sessionmaker[AsyncSession]) -> None:
         self._session_factory = session_factory
@@ -45,6 +48,7 @@ class SqlUnitOfWork:
         self.history = SqlHistoryRepository(session)
         self.outbox = SqlOutboxRepository(session)
         self.store_settings = SqlSettingsRepository(session, dialect)
+        self.episodes = SqlEpisodeRepository(session, dialect)
         return self
 
     async def __aexit__(
