@@ -9,11 +9,13 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
+from openai import AsyncOpenAI
 from prometheus_client import CollectorRegistry
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from agentcore.adapters.db.engine import create_engine
 from agentcore.adapters.db.uow import SqlUnitOfWorkFactory, ping
+from agentcore.adapters.tokens import BpeTokenCounter
 from agentcore.config import Settings
 from agentcore.domain.clock import Clock, utcnow
 from agentcore.domain.errors import ConfigurationError
@@ -24,7 +26,9 @@ from agentcore.services.memory_manager import MemoryManager
 from agentcore.services.ports import Embedder, UnitOfWorkFactory, VectorFilter, VectorStore
 from agentcore.services.procedural import ProceduralMemoryService
 from agentcore.services.retrieval import EnhancedRetrieval
+from agentcore.services.semantic import FactExtractor, SemanticMemoryService
 from agentcore.services.vector_sync import VectorSync
+from agentcore.services.working_memory import WorkingMemoryService, WorkingMemoryStore
 
 log = logging.getLogger(__name__)
 
@@ -44,13 +48,18 @@ class Container:
     key_values: KeyValueService
     procedural: ProceduralMemoryService
     episodic: EpisodicMemoryService
+    working: WorkingMemoryService
+    semantic: SemanticMemoryService
     health: HealthService
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
     closers: list[Probe] = field(default_factory=list)
 
     async def aclose(self) -> None:
-        """Flush owed vector writes and release every resource, in reverse order of opening."""
+        """Hand in-process working memory to the episodic layer, flush owed vector writes and
+        release every resource, in reverse order of opening."""
         try:
+            if self.settings.redis_url is None:  # the in-process store ends with the process
+                await self.working.flush_all()
             await self.vector_sync.flush()
         finally:
             for close in reversed(self.closers):
@@ -154,6 +163,30 @@ async def _build(
             return await uow.outbox.count()
 
     health = HealthService(probes, "embedded" if settings.embedded else "production", pending)
+    episodic = EpisodicMemoryService(
+        uow_factory,
+        memory,
+        clock,
+        max_episodes=settings.episodic_memory_max_episodes,
+        batch_size=settings.memory_max_batch_size,
+        max_content_length=settings.memory_max_context_length,
+    )
+    working = WorkingMemoryService(
+        build_working_store(settings, closers),
+        BpeTokenCounter(),
+        episodic,
+        clock,
+        max_tokens=settings.working_memory_max_tokens,
+        ttl_seconds=settings.working_memory_ttl,
+        max_content_length=settings.memory_max_context_length,
+    )
+    semantic = SemanticMemoryService(
+        memory,
+        uow_factory,
+        build_fact_extractor(settings, closers),
+        clock,
+        capacity=settings.semantic_memory_capacity,
+    )
     return Container(
         settings=settings,
         engine=engine,
@@ -169,16 +202,50 @@ async def _build(
             settings.procedural_memory_min_occurrences,
             max_content_length=settings.memory_max_context_length,
         ),
-        episodic=EpisodicMemoryService(
-            uow_factory,
-            memory,
-            clock,
-            max_episodes=settings.episodic_memory_max_episodes,
-            batch_size=settings.memory_max_batch_size,
-            max_content_length=settings.memory_max_context_length,
-        ),
+        episodic=episodic,
+        working=working,
+        semantic=semantic,
         health=health,
         closers=closers,
+    )
+
+
+def build_working_store(settings: Settings, closers: list[Probe]) -> WorkingMemoryStore:
+    """Redis (DB ``REDIS_MEMORY_DB``) when ``REDIS_URL`` is set, else the in-process store."""
+    if settings.redis_url is None:
+        from agentcore.adapters.working.local_store import LocalWorkingMemoryStore
+
+        return LocalWorkingMemoryStore()
+    import redis.asyncio as aioredis
+
+    from agentcore.adapters.working.redis_store import RedisWorkingMemoryStore
+
+    client = aioredis.Redis.from_url(settings.redis_url, db=settings.redis_memory_db)
+    closers.append(client.aclose)
+    return RedisWorkingMemoryStore(client, ttl_seconds=settings.working_memory_ttl)
+
+
+def build_fact_extractor(settings: Settings, closers: list[Probe]) -> FactExtractor:
+    """The rule-based extractor, or the LLM one when ``FACT_EXTRACTOR=llm``."""
+    if settings.fact_extractor == "offline":
+        from agentcore.adapters.extractors.offline import RuleBasedFactExtractor
+
+        return RuleBasedFactExtractor()
+    from agentcore.adapters.extractors.llm import LLMFactExtractor
+
+    client = _openai_client(settings, "FACT_EXTRACTOR=llm")
+    closers.append(client.close)
+    return LLMFactExtractor(client, settings.mem0_llm_model)
+
+
+def _openai_client(settings: Settings, needed_by: str) -> AsyncOpenAI:
+    if settings.openai_api_key is None:
+        raise ConfigurationError(f"{needed_by} needs OPENAI_API_KEY")
+    return AsyncOpenAI(
+        api_key=settings.openai_api_key.get_secret_value(),
+        base_url=settings.openai_base_url or "https://api.openai.com/v1",
+        timeout=30.0,
+        max_retries=2,
     )
 
 

@@ -43,6 +43,8 @@ class Settings(BaseSettings):
 
     # Models.
     embedder: Literal["local", "openai"] = "local"
+    # Semantic facts: rule-based offline (default) or the LLM (MEM0_LLM_MODEL via OpenAI API).
+    fact_extractor: Literal["offline", "llm"] = "offline"
     openai_api_key: SecretStr | None = None
     openai_base_url: str | None = None
     mem0_embedding_model: str = "text-embedding-3-small"

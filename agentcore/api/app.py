@@ -28,6 +28,20 @@ from agentcore.config import Settings
 log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 16 * 1024 * 1024
+WORKING_SWEEP_SECONDS = 60.0  # idle working-memory sessions move to the episodic layer
+
+
+async def _every(
+    seconds: float, step: Callable[[], Awaitable[object]], stop: asyncio.Event
+) -> None:
+    """Run ``step`` every ``seconds`` until ``stop``; a failing step is logged, never fatal."""
+    while not stop.is_set():
+        try:
+            await step()
+        except Exception:
+            log.exception("background step failed")
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), timeout=seconds)
 
 
 def _dumps(payload: Any) -> bytes:
@@ -48,17 +62,23 @@ def create_app(
         app.state.container = container
         app.state.rpc = JsonRpcEndpoint(methods, RpcMetrics(container.registry))
         stop = asyncio.Event()
-        sync = asyncio.create_task(
-            container.vector_sync.run(
-                settings.vector_sync_interval, settings.vector_flush_interval, stop
+        loops = [
+            asyncio.create_task(
+                container.vector_sync.run(
+                    settings.vector_sync_interval, settings.vector_flush_interval, stop
+                ),
+                name="vector-sync",
             ),
-            name="vector-sync",
-        )
+            asyncio.create_task(
+                _every(WORKING_SWEEP_SECONDS, container.working.sweep_idle, stop),
+                name="working-memory-sweep",
+            ),
+        ]
         try:
             yield
         finally:
             stop.set()
-            await sync
+            await asyncio.gather(*loops)
             await container.aclose()
 
     async def rpc(request: Request) -> Response:

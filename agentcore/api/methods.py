@@ -13,6 +13,8 @@ from agentcore.api.episodic import episodic_methods
 from agentcore.api.key_value import key_value_methods
 from agentcore.api.procedural import procedural_methods
 from agentcore.api.rpc import RpcMethod
+from agentcore.api.semantic import semantic_methods
+from agentcore.api.working import working_methods
 from agentcore.domain.records import MemoryChanges, NewMemory
 from agentcore.services.memory_manager import ListRequest
 from agentcore.services.retrieval import SearchQuery
@@ -51,6 +53,9 @@ def build_methods(c: Container, discover: Callable[[], dict[str, Any]]) -> dict[
 
     async def add_batch(a: p.AddBatchParams) -> schemas.AddBatchResult:
         stored = await memory.add_batch([_new_memory(item) for item in a.items])
+        inferred = [m for m, item in zip(stored, a.items, strict=True) if item.infer]
+        if inferred:
+            await c.semantic.extract_from(inferred)
         return schemas.AddBatchResult(memory_ids=[m.id for m in stored])
 
     async def get(a: p.MemoryIdParams) -> schemas.MemoryOut:
@@ -198,6 +203,8 @@ def build_methods(c: Container, discover: Callable[[], dict[str, Any]]) -> dict[
     table += key_value_methods(c.key_values)
     table += procedural_methods(c.procedural)
     table += episodic_methods(c.episodic)
+    table += working_methods(c.working)
+    table += semantic_methods(c.semantic)
     return {method.name: method for method in table}
 
 

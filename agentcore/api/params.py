@@ -67,6 +67,7 @@ class AddParams(ScopeParams):
     expires_at: Timestamp | None = None
     ttl_seconds: Annotated[int, Field(ge=1, le=10 * 365 * 86400)] | None = None
     key: Identifier | None = None
+    infer: bool = Field(False, description="also extract semantic facts from the content")
 
 
 class AddBatchParams(Params):

@@ -74,6 +74,7 @@ class AddResult(BaseModel):
     memory_id: str
     memory: MemoryOut
     stage_id: str | None
+    facts: list[MemoryOut] | None = None  # the semantic facts extracted when ``infer`` was set
 
 
 class AddBatchResult(BaseModel):

@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from agentcore.domain.clock import Clock
 from agentcore.domain.episodes import Episode, EpisodeStatus, extractive_summary
 from agentcore.domain.errors import Conflict, InvalidParams, MemoryNotFound
-from agentcore.domain.models import Memory, ScopeIds, scope_key
+from agentcore.domain.models import Memory, ScopeIds, ScopeLevel, scope_key
 from agentcore.domain.records import MemoryChanges, NewMemory
 from agentcore.domain.scopes import owning_level, visible_scope_keys
 from agentcore.services.memory_manager import MemoryManager
@@ -124,13 +124,15 @@ class EpisodicMemoryService:
         for item in items:
             first.setdefault(item.id, replace(item, at=_utc(item.at)))
         unique = list(first.values())
-        level = owning_level(scope)
+        # Episodes belong to their session when they have one (working memory always gives
+        # it), even if the items also carry more specific ids such as the user's.
+        level = ScopeLevel.SESSION if scope.session_id else owning_level(scope)
         key = scope_key(level, scope.present()[level])
         if unique:
             fresh, orphans, open_episode = await self._triage(key, scope.session_id, unique)
             groups = _plan(fresh, open_episode, self._max_gap, self._max_items)
             for group in groups:
-                await self._store(scope, group, reason)
+                await self._store(scope, level, group, reason)
             await self._link(key, scope, [*groups, *orphans], open_episode, reason)
         elif reason in _CLOSING:
             await self._link(key, scope, [], None, reason)
@@ -236,12 +238,13 @@ class EpisodicMemoryService:
         fresh = [item for item in items if item.id not in recorded and item.id not in stored]
         return fresh, list(orphans.values()), open_episode
 
-    async def _store(self, scope: ScopeIds, group: _Group, reason: str) -> None:
+    async def _store(self, scope: ScopeIds, level: ScopeLevel, group: _Group, reason: str) -> None:
         news = [
             NewMemory(
                 id=item.id,
                 content=item.content,
                 scope=scope,
+                scope_level=level.value,
                 layer="episodic",
                 stage_id=item.stage_id,
                 source="working_memory",

@@ -1,0 +1,202 @@
+"""A fact extractor over an OpenAI-compatible chat completions API (gpt-4.1-mini by default).
+
+The model answers in JSON (``response_format=json_object``, temperature 0); the answer is
+validated with pydantic. Malformed JSON, a schema violation, a truncated answer or a source id
+the model made up is sent back to the model with what was wrong, up to ``max_attempts`` in all;
+then ``ProviderError`` is raised. Nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Annotated, Literal
+
+import openai
+from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+
+from agentcore.domain.errors import AgentCoreError, ProviderError, RateLimited, Unauthorized
+from agentcore.services.semantic import (
+    ExtractedFact,
+    Extraction,
+    FactCategory,
+    SourceText,
+    TokenUsage,
+)
+
+DEFAULT_MODEL = "gpt-4.1-mini"
+
+SYSTEM_PROMPT = """\
+You extract durable facts about people from conversation messages for a long-term memory.
+
+Input: a JSON list of messages, each with "id", "speaker" (who wrote it; may be null), \
+"role" and "at" (when it was written, ISO 8601; may be null) and "content".
+
+Return a JSON object {"facts": [...]} where each fact is
+{"content": str, "category": "preference"|"constraint"|"fact"|"learning",
+ "importance": number 0-1, "critical": bool, "source_ids": [message ids]}.
+
+Rules:
+- One self-contained statement per fact, in the third person, naming its subject: write \
+"Caroline prefers hiking over running", never "I like hiking" or "she likes it". Use the \
+speaker's name for "I"/"my"; if the speaker is unknown, say "The user".
+- Resolve relative times with the message's "at": "yesterday" -> "on 7 May 2023".
+- preference: likes, dislikes, favourites. constraint: requirements and limits (must, never, \
+always, cannot, allergies, diets, deadlines). fact: stated facts about people, places, \
+things, events and plans. learning: lessons and insights someone drew.
+- critical is true for constraints a helper must never violate (must, never, always, \
+required, allergic, cannot); otherwise false.
+- importance: 0.9 for critical constraints, about 0.6 for preferences and stable personal \
+facts, about 0.4 for passing events.
+- source_ids: the ids of the messages the fact comes from (at least one).
+- Skip greetings, questions, small talk and anything not stated as true. Do not invent.
+- No facts: {"facts": []}.
+"""
+
+
+class _FactOut(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    content: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=2000)]
+    category: Literal["preference", "constraint", "fact", "learning"]
+    importance: Annotated[float, Field(ge=0.0, le=1.0)]
+    critical: bool
+    source_ids: Annotated[list[str], Field(min_length=1)]
+
+
+class _Reply(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    facts: list[_FactOut]
+
+
+class _InvalidReply(Exception):
+    """What was wrong with a reply: told to the model on the next attempt, never to a caller."""
+
+
+class LLMFactExtractor:
+    """``FactExtractor`` over ``client.chat.completions``; the client is built by the caller
+    (bootstrap), which also closes it. Returns an ``Extraction`` whose ``usage`` counts the
+    tokens of every attempt."""
+
+    def __init__(
+        self, client: openai.AsyncOpenAI, model: str = DEFAULT_MODEL, *, max_attempts: int = 3
+    ) -> None:
+        if max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+        self._client = client
+        self._model = model
+        self._max_attempts = max_attempts
+
+    @property
+    def model_name(self) -> str:
+        return self._model
+
+    async def extract(self, texts: Sequence[SourceText]) -> Extraction:
+        if not texts:
+            return Extraction([], TokenUsage(self._model))
+        # Short positional ids: cheaper than UUIDs and easy to check.
+        ids = {f"m{i + 1}": text.memory_id for i, text in enumerate(texts)}
+        messages: list[ChatCompletionMessageParam] = [
+            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": _render(texts, list(ids))},
+        ]
+        prompt_tokens = completion_tokens = 0
+        for _ in range(self._max_attempts):
+            response = await self._complete(messages)
+            if response.usage is not None:
+                prompt_tokens += response.usage.prompt_tokens
+                completion_tokens += response.usage.completion_tokens
+            choice = response.choices[0] if response.choices else None
+            answer = choice.message.content if choice is not None else None
+            try:
+                if choice is None or choice.finish_reason == "length":
+                    raise _InvalidReply("the answer was cut off; reply with shorter JSON")
+                facts = _parse(answer or "", ids)
+            except _InvalidReply as problem:
+                messages += [
+                    {"role": "assistant", "content": answer or ""},
+                    {"role": "user", "content": f"Invalid reply: {problem}. Answer again with "
+                     'only the JSON object {"facts": [...]} as specified.'},
+                ]  # fmt: skip
+                continue
+            usage = TokenUsage(self._model, prompt_tokens, completion_tokens)
+            return Extraction(facts, usage)
+        raise ProviderError(
+            f"fact extraction returned invalid output {self._max_attempts} times",
+            attempts=self._max_attempts,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+        )
+
+    async def _complete(self, messages: list[ChatCompletionMessageParam]) -> ChatCompletion:
+        try:
+            return await self._client.chat.completions.create(
+                model=self._model,
+                messages=messages,
+                response_format={"type": "json_object"},
+                temperature=0,
+            )
+        except openai.OpenAIError as exc:
+            raise _map_error(exc) from exc
+
+
+def _render(texts: Sequence[SourceText], ids: list[str]) -> str:
+    rows = [
+        {
+            "id": short,
+            "speaker": text.speaker,
+            "role": text.role,
+            "at": None if text.at is None else text.at.isoformat(),
+            "content": text.content,
+        }
+        for short, text in zip(ids, texts, strict=True)
+    ]
+    return json.dumps(rows, ensure_ascii=False)
+
+
+def _parse(answer: str, ids: dict[str, str]) -> list[ExtractedFact]:
+    try:
+        reply = _Reply.model_validate_json(answer)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or 'reply'}: {err['msg']}"
+            for err in exc.errors(include_url=False, include_input=False)[:5]
+        )
+        raise _InvalidReply(problems) from None
+    facts = []
+    for index, fact in enumerate(reply.facts):
+        unknown = [i for i in fact.source_ids if i not in ids]
+        if unknown:
+            raise _InvalidReply(f"facts.{index}.source_ids: unknown ids {unknown[:3]}")
+        facts.append(
+            ExtractedFact(
+                content=fact.content,
+                category=FactCategory(fact.category),
+                importance=fact.importance,
+                critical=fact.critical,
+                source_ids=tuple(dict.fromkeys(ids[i] for i in fact.source_ids)),
+            )
+        )
+    return facts
+
+
+def _map_error(exc: openai.OpenAIError) -> AgentCoreError:
+    """A short, safe error: the provider's text can echo input or keys, so it is not copied."""
+    if isinstance(exc, openai.RateLimitError):
+        retry_after = exc.response.headers.get("retry-after")
+        details = {"retry_after": retry_after} if retry_after else {}
+        return RateLimited("the fact extraction provider is rate limiting requests", **details)
+    if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
+        return Unauthorized("the fact extraction provider rejected the API key")
+    if isinstance(exc, openai.APITimeoutError):
+        return ProviderError("the fact extraction provider timed out")
+    if isinstance(exc, openai.APIConnectionError):
+        return ProviderError("cannot reach the fact extraction provider")
+    if isinstance(exc, openai.APIStatusError):
+        return ProviderError(
+            f"the fact extraction provider failed (HTTP {exc.status_code})",
+            status=exc.status_code,
+        )
+    return ProviderError("the fact extraction provider failed")

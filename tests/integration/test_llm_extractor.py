@@ -1,0 +1,259 @@
+"""The LLM fact extractor against a local OpenAI-compatible server (Starlette on uvicorn,
+loopback) that answers /v1/chat/completions with scripted replies."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import openai
+import pytest
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from agentcore.adapters.extractors.llm import LLMFactExtractor
+from agentcore.domain.errors import AgentCoreError, ProviderError, RateLimited, Unauthorized
+from agentcore.services.semantic import (
+    ExtractedFact,
+    Extraction,
+    FactCategory,
+    FactExtractor,
+    SourceText,
+    TokenUsage,
+)
+
+API_KEY = "sk-test-key-do-not-echo"
+TEXTS = [
+    SourceText("mem-a", "I really love hiking in the mountains", "Caroline", "user",
+               datetime(2023, 5, 8, 13, 56, tzinfo=UTC)),
+    SourceText("mem-b", "I'm allergic to peanuts, so no satay for me", "Caroline", "user"),
+]  # fmt: skip
+GOOD: dict[str, Any] = {
+    "facts": [
+        {
+            "content": "Caroline loves hiking in the mountains",
+            "category": "preference",
+            "importance": 0.6,
+            "critical": False,
+            "source_ids": ["m1"],
+        },
+        {
+            "content": "Caroline is allergic to peanuts",
+            "category": "constraint",
+            "importance": 0.9,
+            "critical": True,
+            "source_ids": ["m2", "m2"],
+        },
+    ]
+}
+
+
+@dataclass
+class Reply:
+    """One scripted reply: the message content, or an HTTP error status."""
+
+    content: str = json.dumps(GOOD)
+    status: int = 200
+    finish_reason: str = "stop"
+
+
+def _changed(**changes: Any) -> Reply:
+    """A reply whose first fact breaks the schema."""
+    return Reply(content=json.dumps({"facts": [{**GOOD["facts"][0], **changes}]}))
+
+
+@dataclass
+class FakeOpenAI:
+    url: str
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    script: list[Reply] = field(default_factory=list)
+
+
+def _app(state: FakeOpenAI) -> Starlette:
+    async def completions(request: Request) -> JSONResponse:
+        body = await request.json()
+        state.requests.append(body)
+        reply = state.script.pop(0) if state.script else Reply()
+        if reply.status != 200:
+            error = {"message": f"Incorrect API key provided: {API_KEY}", "type": "test"}
+            return JSONResponse({"error": error}, reply.status, headers={"retry-after": "3"})
+        message = {"role": "assistant", "content": reply.content}
+        choice = {"index": 0, "message": message, "finish_reason": reply.finish_reason}
+        usage = {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
+        return JSONResponse(
+            {
+                "id": f"chatcmpl-{len(state.requests)}",
+                "object": "chat.completion",
+                "created": 1_700_000_000,
+                "model": body["model"],
+                "choices": [choice],
+                "usage": usage,
+            }
+        )
+
+    return Starlette(routes=[Route("/v1/chat/completions", completions, methods=["POST"])])
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[FakeOpenAI]:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    state = FakeOpenAI(url=f"http://127.0.0.1:{sock.getsockname()[1]}/v1")
+    config = uvicorn.Config(
+        _app(state), lifespan="off", ws="none", log_level="error", access_log=False
+    )
+    uvicorn_server = uvicorn.Server(config)
+    thread = threading.Thread(target=uvicorn_server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not uvicorn_server.started:
+        assert time.monotonic() < deadline, "the fake OpenAI server did not start"
+        time.sleep(0.01)
+    yield state
+    uvicorn_server.should_exit = True
+    thread.join(timeout=10)
+    sock.close()
+
+
+@pytest.fixture
+def fake(server: FakeOpenAI) -> FakeOpenAI:
+    server.requests.clear()
+    server.script.clear()
+    return server
+
+
+async def _extract(fake: FakeOpenAI, texts: list[SourceText] = TEXTS) -> Extraction:
+    client = openai.AsyncOpenAI(api_key=API_KEY, base_url=fake.url, max_retries=0)
+    extractor: FactExtractor = LLMFactExtractor(client, "gpt-4.1-mini")
+    try:
+        result = await extractor.extract(texts)
+    finally:
+        await client.close()
+    assert isinstance(result, Extraction)
+    return result
+
+
+EXPECTED = [
+    ExtractedFact(
+        "Caroline loves hiking in the mountains", FactCategory.PREFERENCE, 0.6, False, ("mem-a",)
+    ),
+    ExtractedFact(
+        "Caroline is allergic to peanuts", FactCategory.CONSTRAINT, 0.9, True, ("mem-b",)
+    ),
+]
+
+
+async def test_facts_are_extracted_with_their_sources_and_usage(fake: FakeOpenAI) -> None:
+    result = await _extract(fake)
+
+    assert list(result) == EXPECTED
+    assert result.usage == TokenUsage("gpt-4.1-mini", prompt_tokens=100, completion_tokens=20)
+    [request] = fake.requests
+    assert request["model"] == "gpt-4.1-mini"
+    assert request["response_format"] == {"type": "json_object"}
+    assert request["temperature"] == 0
+    system, user = request["messages"]
+    assert system["role"] == "system"
+    assert "third person" in system["content"]
+    sent = json.loads(user["content"])
+    assert [m["id"] for m in sent] == ["m1", "m2"]
+    assert sent[0] == {
+        "id": "m1",
+        "speaker": "Caroline",
+        "role": "user",
+        "at": "2023-05-08T13:56:00+00:00",
+        "content": "I really love hiking in the mountains",
+    }
+
+
+async def test_malformed_json_is_retried_and_the_retry_succeeds(fake: FakeOpenAI) -> None:
+    fake.script.append(Reply(content='{"facts": [{"content": "Caroline loves hik'))
+    result = await _extract(fake)
+
+    assert list(result) == EXPECTED
+    assert len(fake.requests) == 2
+    assert result.usage == TokenUsage("gpt-4.1-mini", prompt_tokens=200, completion_tokens=40)
+    retry = fake.requests[1]["messages"]
+    assert retry[:2] == fake.requests[0]["messages"]
+    assert retry[2] == {
+        "role": "assistant",
+        "content": '{"facts": [{"content": "Caroline loves hik',
+    }
+    assert retry[3]["role"] == "user"
+    assert retry[3]["content"].startswith("Invalid reply:")
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        _changed(importance=2),
+        _changed(category="gossip"),
+        _changed(source_ids=["m9"]),
+        Reply(content=json.dumps({"items": []})),
+        Reply(finish_reason="length"),
+    ],
+    ids=["importance", "category", "made-up-source", "no-facts-key", "truncated"],
+)
+async def test_schema_invalid_output_is_retried(fake: FakeOpenAI, bad: Reply) -> None:
+    fake.script.append(bad)
+    result = await _extract(fake)
+    assert list(result) == EXPECTED
+    assert len(fake.requests) == 2
+
+
+async def test_three_invalid_replies_raise_a_provider_error(fake: FakeOpenAI) -> None:
+    fake.script.extend([Reply(content="not json"), Reply(content="{"), Reply(content="[]")])
+    with pytest.raises(ProviderError, match="fact extraction returned invalid output") as raised:
+        await _extract(fake)
+    assert len(fake.requests) == 3
+    assert raised.value.details["attempts"] == 3
+    assert raised.value.details["prompt_tokens"] == 300
+
+
+async def test_no_facts_is_a_valid_answer(fake: FakeOpenAI) -> None:
+    fake.script.append(Reply(content='{"facts": []}'))
+    result = await _extract(fake)
+    assert list(result) == []
+    assert len(fake.requests) == 1
+
+
+async def test_no_texts_sends_nothing(fake: FakeOpenAI) -> None:
+    result = await _extract(fake, [])
+    assert list(result) == []
+    assert fake.requests == []
+
+
+@pytest.mark.parametrize(
+    ("status", "error"),
+    [(429, RateLimited), (401, Unauthorized), (403, Unauthorized), (500, ProviderError)],
+)
+async def test_http_errors_map_to_safe_domain_errors(
+    fake: FakeOpenAI, status: int, error: type[AgentCoreError]
+) -> None:
+    fake.script.append(Reply(status=status))
+    with pytest.raises(error) as raised:
+        await _extract(fake)
+    assert API_KEY not in str(raised.value)
+    assert "Incorrect" not in str(raised.value)
+    assert len(fake.requests) == 1  # an HTTP failure is not an invalid answer: no re-ask
+    if status == 429:
+        assert raised.value.details == {"retry_after": "3"}
+
+
+async def test_an_unreachable_server_is_a_provider_error() -> None:
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{unused.getsockname()[1]}/v1"
+    client = openai.AsyncOpenAI(api_key=API_KEY, base_url=url, max_retries=0)
+    with pytest.raises(ProviderError, match="reach"):
+        await LLMFactExtractor(client).extract(TEXTS)
+    await client.close()
