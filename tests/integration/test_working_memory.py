@@ -21,7 +21,7 @@ from agentcore.adapters.working.redis_store import RedisWorkingMemoryStore
 from agentcore.bootstrap import Container, build_container
 from agentcore.config import Settings
 from agentcore.domain.models import ScopeIds
-from agentcore.domain.records import NewMemory
+from agentcore.services.episodic import EpisodeListRequest
 from agentcore.services.memory_manager import ListRequest
 from agentcore.services.ports import EpisodeItem, EpisodeSink
 from agentcore.services.retrieval import SearchQuery
@@ -202,40 +202,6 @@ async def test_redis_keeps_keys_past_the_ttl_until_swept(
 # findable afterwards as an episodic memory of that session.
 
 
-class EpisodicViaMemoryManager:
-    """Stands in for the episodic service: each item becomes a session-scope episodic memory
-    with the item's id (skipping ids already stored, as the real sink does)."""
-
-    def __init__(self, container: Container) -> None:
-        self._container = container
-
-    async def record(self, scope: ScopeIds, items: Sequence[EpisodeItem], reason: str) -> list[str]:
-        async with self._container.uow_factory(read_only=True) as uow:
-            existing = {m.id for m in await uow.memories.get_many([i.id for i in items])}
-        new = [
-            NewMemory(
-                id=item.id,
-                content=item.content,
-                layer="episodic",
-                scope=scope,
-                scope_level="session",
-                stage_id=item.stage_id,
-                metadata={
-                    "kind": item.kind,
-                    "role": item.role,
-                    "at": item.at.isoformat(),
-                    "reason": reason,
-                },
-                source="working_memory",
-            )
-            for item in items
-            if item.id not in existing
-        ]
-        if new:
-            await self._container.memory.add_batch(new)
-        return [item.id for item in items]
-
-
 def conversation(count: int) -> list[tuple[str, str]]:
     """(speaker, text) turns of a real LoCoMo conversation, or varied sentences without it."""
     if LOCOMO.exists():
@@ -256,26 +222,23 @@ def conversation(count: int) -> list[tuple[str, str]]:
 
 @pytest.mark.redis
 async def test_two_hundred_messages_stay_bounded_and_evictions_become_episodic(
-    redis_client: aioredis.Redis,
-    counter: BpeTokenCounter,
-    embedder: LocalMiniLMEmbedder,
-    tmp_path: Path,
+    redis_url: str, counter: BpeTokenCounter, embedder: LocalMiniLMEmbedder, tmp_path: Path
 ) -> None:
-    config = Settings(agentcore_data_dir=tmp_path)
+    """The container as production wires it: Redis working memory feeding the episodic layer."""
+    base, db = redis_url.rsplit("/", 1)
+    config = Settings(agentcore_data_dir=tmp_path, redis_url=base, redis_memory_db=int(db))
     migrate(config.sqlalchemy_url)
     container = await build_container(config, embedder=embedder)
     try:
-        store = RedisWorkingMemoryStore(redis_client, ttl_seconds=TTL)
-        sink = EpisodicViaMemoryManager(container)
-        h = harness(store, counter, max_tokens=4000, sink=sink)
+        service = container.working
         session = ScopeIds(session_id="locomo-conv-26", user_id="caroline")
         evicted: dict[str, str] = {}
         for speaker, text in conversation(200):
             role = "user" if speaker in ("Caroline", "Ben") else "assistant"
-            out = await h.service.append(session, text, role=role)
+            out = await service.append(session, text, role=role)
             assert out.token_count <= 4000
             evicted.update((i.id, i.content) for i in out.departed)
-        view = await h.service.get("locomo-conv-26")
+        view = await service.get("locomo-conv-26")
         assert sum(counter.count(i.content) for i in view.items) == view.token_count <= 4000
         assert len(evicted) + len(view.items) == 200
         assert len(evicted) >= 20
@@ -287,6 +250,10 @@ async def test_two_hundred_messages_stay_bounded_and_evictions_become_episodic(
                 SearchQuery(evicted[memory_id], ScopeIds(session_id="locomo-conv-26"), limit=5)
             )
             assert memory_id in [r.memory.id for r in found.results]
+        episodes = await container.episodic.list_page(
+            EpisodeListRequest(scope=ScopeIds(session_id="locomo-conv-26"))
+        )
+        assert sum(e.item_count for e in episodes.episodes) == len(evicted)
     finally:
         await container.aclose()
         await container.vectors.close()
