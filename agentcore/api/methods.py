@@ -15,6 +15,7 @@ from agentcore.api.procedural import procedural_methods
 from agentcore.api.rpc import RpcMethod
 from agentcore.api.semantic import semantic_methods
 from agentcore.api.working import working_methods
+from agentcore.domain.errors import AgentCoreError
 from agentcore.domain.records import MemoryChanges, NewMemory
 from agentcore.services.memory_manager import ListRequest
 from agentcore.services.retrieval import SearchQuery
@@ -47,9 +48,15 @@ def build_methods(c: Container, discover: Callable[[], dict[str, Any]]) -> dict[
 
     async def add(a: p.AddParams) -> schemas.AddResult:
         m = await memory.add(_new_memory(a))
-        return schemas.AddResult(
-            memory_id=m.id, memory=schemas.MemoryOut.of(m), stage_id=m.stage_id
-        )
+        facts = None
+        if a.infer:
+            try:
+                facts = [schemas.MemoryOut.of(f) for f in await c.semantic.extract_from([m])]
+            except AgentCoreError as exc:  # stored; the caller can retry memory.facts.extract
+                exc.details.setdefault("memory_id", m.id)
+                raise
+        out = schemas.MemoryOut.of(m)
+        return schemas.AddResult(memory_id=m.id, memory=out, stage_id=m.stage_id, facts=facts)
 
     async def add_batch(a: p.AddBatchParams) -> schemas.AddBatchResult:
         stored = await memory.add_batch([_new_memory(item) for item in a.items])
