@@ -66,7 +66,7 @@ class AddParams(ScopeParams):
     stage_id: Identifier | None = None
     expires_at: Timestamp | None = None
     ttl_seconds: Annotated[int, Field(ge=1, le=10 * 365 * 86400)] | None = None
-    key: Identifier | None = None
+    key: Annotated[str, StringConstraints(min_length=1, max_length=256)] | None = None
     infer: bool = Field(False, description="also extract semantic facts from the content")
 
 

@@ -19,7 +19,7 @@ from agentcore.domain.scopes import owning_level, visible_scope_keys
 from agentcore.services.memory_manager import ListRequest, MemoryManager, Page
 from agentcore.services.ports import UnitOfWorkFactory
 
-MAX_KEY_LENGTH = 255
+MAX_KEY_LENGTH = 256
 MAX_VALUE_BYTES = 1_000_000
 DEFAULT_LAYER = "semantic"
 

@@ -40,8 +40,9 @@ def test_keys_are_per_scope(client: TestClient) -> None:
 
 def test_limits(client: TestClient) -> None:
     scope = {"user_id": "kv-limits"}
-    long_key = rpc(client, "memory.put", key="k" * 256, value=1, **scope)["error"]
+    assert result(client, "memory.put", key="k" * 256, value=1, **scope)["created"] is True
+    long_key = rpc(client, "memory.put", key="k" * 257, value=1, **scope)["error"]
     assert long_key["data"]["errors"][0]["field"] == "key"
     big = rpc(client, "memory.put", key="big", value="x" * 1_000_001, **scope)["error"]
     assert big["data"]["code"] == "CONTENT_TOO_LONG"
-    assert result(client, "memory.list_keys", **scope)["total_count"] == 0
+    assert result(client, "memory.list_keys", **scope)["total_count"] == 1

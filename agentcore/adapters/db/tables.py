@@ -35,7 +35,8 @@ NAMING_CONVENTION = {
 # 64-bit on Postgres; SQLite autoincrements only a column declared exactly INTEGER.
 BIGINT_PK = BigInteger().with_variant(Integer(), "sqlite")
 UUID_LEN = 36
-ID_LEN = 255  # identifiers supplied by callers (scope ids, keys)
+ID_LEN = 255  # identifiers supplied by callers (scope ids, stage ids)
+KEY_LEN = 256  # memory keys (the key-value contract allows 256 characters)
 
 
 class Base(DeclarativeBase):
@@ -77,7 +78,7 @@ class MemoryRow(Base):
     company_id: Mapped[str | None] = _scope_id()
     metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", json_type(), nullable=False)
     tags: Mapped[list[str]] = _json_list()
-    key: Mapped[str | None] = mapped_column(String(ID_LEN))
+    key: Mapped[str | None] = mapped_column(String(KEY_LEN))
     stage_id: Mapped[str | None] = mapped_column(String(ID_LEN), index=True)
     critical: Mapped[bool] = mapped_column(Boolean)
     importance: Mapped[float] = mapped_column(Float)
