@@ -3,24 +3,15 @@ mode), both migrated by Alembic (0002 creates ``episodes``), with the real local
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
-import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from qdrant_client import AsyncQdrantClient
-from sqlalchemy import delete
 from sqlalchemy.engine import Connection
 
 from agentcore.adapters.db.tables import Base
-from agentcore.adapters.embedders.local_minilm import LocalMiniLMEmbedder
-from agentcore.adapters.vectors.qdrant_server import QdrantServerVectorStore
-from agentcore.bootstrap import Container, build_container
-from agentcore.config import Settings
+from agentcore.bootstrap import Container
 from agentcore.domain.clock import utcnow
 from agentcore.domain.episodes import EpisodeStatus
 from agentcore.domain.models import EventKind, ScopeIds
@@ -30,7 +21,6 @@ from agentcore.services.episodic import (
     EpisodicMemoryService,
 )
 from agentcore.services.ports import EpisodeItem
-from tests.conftest import migrate
 
 T0 = datetime(2025, 6, 1, 8, 0, tzinfo=UTC)
 SCOPE = ScopeIds(user_id="carol", session_id="s-1")
@@ -39,37 +29,6 @@ DISTINCT = {
     41: ("My sister adopted a golden retriever puppy named Biscuit.", "What a lovely name!"),
     57: ("The database migration to Postgres failed on the orders table.", "Roll back first."),
 }
-
-
-@pytest.fixture(scope="module")
-def embedder() -> Iterator[LocalMiniLMEmbedder]:
-    model = LocalMiniLMEmbedder()
-    yield model
-    asyncio.run(model.close())
-
-
-@pytest.fixture(params=["embedded", pytest.param("servers", marks=pytest.mark.postgres)])
-async def stack(
-    request: pytest.FixtureRequest, tmp_path: Path, embedder: LocalMiniLMEmbedder
-) -> AsyncIterator[Container]:
-    if request.param == "embedded":
-        config = Settings(agentcore_data_dir=tmp_path)
-        migrate(config.sqlalchemy_url)
-        container = await build_container(config, embedder=embedder)
-    else:
-        url: str = request.getfixturevalue("postgres_url")
-        config = Settings(agentcore_data_dir=tmp_path, database_url=url)
-        vectors = QdrantServerVectorStore(AsyncQdrantClient(location=":memory:"))
-        container = await build_container(config, embedder=embedder, vectors=vectors)
-        async with container.engine.begin() as conn:  # the database is shared by the module
-            for table in reversed(Base.metadata.sorted_tables):
-                if table.name != "store_settings":
-                    await conn.execute(delete(table))
-    try:
-        yield container
-    finally:
-        await container.aclose()
-        await container.vectors.close()
 
 
 def service_of(stack: Container) -> EpisodicMemoryService:

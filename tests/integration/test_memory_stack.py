@@ -5,16 +5,13 @@ standing in for the server). The embedder is the real local ONNX model."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from qdrant_client import AsyncQdrantClient
 
 from agentcore.adapters.embedders.local_minilm import LocalMiniLMEmbedder
-from agentcore.adapters.vectors.qdrant_server import QdrantServerVectorStore
 from agentcore.bootstrap import Container, build_container
 from agentcore.config import Settings
 from agentcore.domain.errors import ConfigurationError
@@ -25,46 +22,6 @@ from agentcore.services.retrieval import SearchQuery
 from tests.conftest import migrate
 from tests.fakes import FakeEmbedder
 from tests.isolation import owned, scope_ids, visible
-
-
-@pytest.fixture(scope="module")
-def embedder() -> Iterator[LocalMiniLMEmbedder]:
-    model = LocalMiniLMEmbedder()
-    yield model
-    asyncio.run(model.close())
-
-
-@pytest.fixture(params=["embedded", pytest.param("servers", marks=pytest.mark.postgres)])
-async def stack(
-    request: pytest.FixtureRequest, tmp_path: Path, embedder: LocalMiniLMEmbedder
-) -> AsyncIterator[Container]:
-    if request.param == "embedded":
-        config = Settings(agentcore_data_dir=tmp_path)
-        migrate(config.sqlalchemy_url)
-        container = await build_container(config, embedder=embedder)
-    else:
-        url: str = request.getfixturevalue("postgres_url")
-        config = Settings(agentcore_data_dir=tmp_path, database_url=url)
-        vectors = QdrantServerVectorStore(AsyncQdrantClient(location=":memory:"))
-        container = await build_container(config, embedder=embedder, vectors=vectors)
-        await _empty(container)
-    try:
-        yield container
-    finally:
-        await container.aclose()
-        await container.vectors.close()
-
-
-async def _empty(container: Container) -> None:
-    """The Postgres database is shared by the module: start each test from an empty store."""
-    from sqlalchemy import delete
-
-    from agentcore.adapters.db.tables import Base
-
-    async with container.engine.begin() as conn:
-        for table in reversed(Base.metadata.sorted_tables):
-            if table.name != "store_settings":
-                await conn.execute(delete(table))
 
 
 async def test_search_finds_the_added_memory_first(stack: Container) -> None:

@@ -4,20 +4,11 @@ Qdrant local mode) with the real local MiniLM embedder."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 
-import pytest
-from qdrant_client import AsyncQdrantClient
-
-from agentcore.adapters.embedders.local_minilm import LocalMiniLMEmbedder
-from agentcore.adapters.vectors.qdrant_server import QdrantServerVectorStore
-from agentcore.bootstrap import Container, build_container
-from agentcore.config import Settings
+from agentcore.bootstrap import Container
 from agentcore.domain.models import ScopeIds
 from agentcore.services.memory_manager import ListRequest
 from agentcore.services.procedural import ProceduralMemoryService
-from tests.conftest import migrate
 
 AGENT = ScopeIds(agent_id="ops-agent", session_id="s1")
 
@@ -57,46 +48,6 @@ HISTORY = [
         [True, True, True],
     ),
 ]
-
-
-@pytest.fixture(scope="module")
-def embedder() -> Iterator[LocalMiniLMEmbedder]:
-    model = LocalMiniLMEmbedder()
-    yield model
-    asyncio.run(model.close())
-
-
-@pytest.fixture(params=["embedded", pytest.param("servers", marks=pytest.mark.postgres)])
-async def stack(
-    request: pytest.FixtureRequest, tmp_path: Path, embedder: LocalMiniLMEmbedder
-) -> AsyncIterator[Container]:
-    if request.param == "embedded":
-        config = Settings(agentcore_data_dir=tmp_path)
-        migrate(config.sqlalchemy_url)
-        container = await build_container(config, embedder=embedder)
-    else:
-        url: str = request.getfixturevalue("postgres_url")
-        config = Settings(agentcore_data_dir=tmp_path, database_url=url)
-        vectors = QdrantServerVectorStore(AsyncQdrantClient(location=":memory:"))
-        container = await build_container(config, embedder=embedder, vectors=vectors)
-        await _empty(container)
-    try:
-        yield container
-    finally:
-        await container.aclose()
-        await container.vectors.close()
-
-
-async def _empty(container: Container) -> None:
-    """The Postgres database is shared by the module: start each test from an empty store."""
-    from sqlalchemy import delete
-
-    from agentcore.adapters.db.tables import Base
-
-    async with container.engine.begin() as conn:
-        for table in reversed(Base.metadata.sorted_tables):
-            if table.name != "store_settings":
-                await conn.execute(delete(table))
 
 
 def service(stack: Container) -> ProceduralMemoryService:
