@@ -7,12 +7,11 @@ from collections.abc import Sequence
 import numpy as np
 import openai
 
+from agentcore.adapters.openai_errors import map_openai_error
 from agentcore.domain.errors import (
     AgentCoreError,
     ConfigurationError,
     EmbeddingFailed,
-    RateLimited,
-    Unauthorized,
 )
 from agentcore.services.ports import Vectors
 
@@ -118,19 +117,4 @@ def _resolve_dimension(model: str, dimension: int | None) -> tuple[int, int | No
 
 
 def _map_error(exc: openai.OpenAIError) -> AgentCoreError:
-    """A short, safe error: the provider's text can echo input or keys, so it is not copied."""
-    if isinstance(exc, openai.RateLimitError):
-        retry_after = exc.response.headers.get("retry-after")
-        details = {"retry_after": retry_after} if retry_after else {}
-        return RateLimited("the embedding provider is rate limiting requests", **details)
-    if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
-        return Unauthorized("the embedding provider rejected the API key")
-    if isinstance(exc, openai.APITimeoutError):
-        return EmbeddingFailed("the embedding provider timed out")
-    if isinstance(exc, openai.APIConnectionError):
-        return EmbeddingFailed("cannot reach the embedding provider")
-    if isinstance(exc, openai.APIStatusError):
-        return EmbeddingFailed(
-            f"the embedding provider failed (HTTP {exc.status_code})", status=exc.status_code
-        )
-    return EmbeddingFailed("the embedding provider failed")
+    return map_openai_error(exc, "the embedding provider", EmbeddingFailed)

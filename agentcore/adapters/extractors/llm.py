@@ -16,7 +16,8 @@ import openai
 from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
-from agentcore.domain.errors import AgentCoreError, ProviderError, RateLimited, Unauthorized
+from agentcore.adapters.openai_errors import map_openai_error
+from agentcore.domain.errors import AgentCoreError, ProviderError
 from agentcore.services.semantic import (
     ExtractedFact,
     Extraction,
@@ -183,20 +184,4 @@ def _parse(answer: str, ids: dict[str, str]) -> list[ExtractedFact]:
 
 
 def _map_error(exc: openai.OpenAIError) -> AgentCoreError:
-    """A short, safe error: the provider's text can echo input or keys, so it is not copied."""
-    if isinstance(exc, openai.RateLimitError):
-        retry_after = exc.response.headers.get("retry-after")
-        details = {"retry_after": retry_after} if retry_after else {}
-        return RateLimited("the fact extraction provider is rate limiting requests", **details)
-    if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
-        return Unauthorized("the fact extraction provider rejected the API key")
-    if isinstance(exc, openai.APITimeoutError):
-        return ProviderError("the fact extraction provider timed out")
-    if isinstance(exc, openai.APIConnectionError):
-        return ProviderError("cannot reach the fact extraction provider")
-    if isinstance(exc, openai.APIStatusError):
-        return ProviderError(
-            f"the fact extraction provider failed (HTTP {exc.status_code})",
-            status=exc.status_code,
-        )
-    return ProviderError("the fact extraction provider failed")
+    return map_openai_error(exc, "the fact extraction provider", ProviderError)
