@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -14,7 +12,6 @@ from typing import Any
 
 import openai
 import pytest
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -30,6 +27,7 @@ from agentcore.services.semantic import (
     SourceText,
     TokenUsage,
 )
+from tests.http_stub import serving
 
 API_KEY = "sk-test-key-do-not-echo"
 TEXTS = [
@@ -105,23 +103,10 @@ def _app(state: FakeOpenAI) -> Starlette:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[FakeOpenAI]:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    state = FakeOpenAI(url=f"http://127.0.0.1:{sock.getsockname()[1]}/v1")
-    config = uvicorn.Config(
-        _app(state), lifespan="off", ws="none", log_level="error", access_log=False
-    )
-    uvicorn_server = uvicorn.Server(config)
-    thread = threading.Thread(target=uvicorn_server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not uvicorn_server.started:
-        assert time.monotonic() < deadline, "the fake OpenAI server did not start"
-        time.sleep(0.01)
-    yield state
-    uvicorn_server.should_exit = True
-    thread.join(timeout=10)
-    sock.close()
+    state = FakeOpenAI(url="")
+    with serving(_app(state)) as base_url:
+        state.url = f"{base_url}/v1"
+        yield state
 
 
 @pytest.fixture
