@@ -6,6 +6,7 @@ their own embedder or vector store).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass, field
 
@@ -86,6 +87,16 @@ def build_embedder(settings: Settings) -> Embedder:
 
 
 def build_vector_store(settings: Settings) -> VectorStore:
+    if settings.vector_provider == "mem0":
+        from agentcore.adapters.mem0 import Mem0VectorStore
+
+        key = settings.qdrant_api_key
+        return Mem0VectorStore.open(
+            settings.agentcore_data_dir,
+            url=settings.qdrant_url,
+            api_key=None if key is None else key.get_secret_value(),
+            collection=settings.qdrant_collection_name,
+        )
     if settings.qdrant_url is None:
         from agentcore.adapters.vectors.edge import EdgeVectorStore
 
@@ -183,7 +194,7 @@ async def _build(
     semantic = SemanticMemoryService(
         memory,
         uow_factory,
-        build_fact_extractor(settings, closers),
+        build_fact_extractor(settings, closers, embedder),
         clock,
         capacity=settings.semantic_memory_capacity,
     )
@@ -225,17 +236,42 @@ def build_working_store(settings: Settings, closers: list[Probe]) -> WorkingMemo
     return RedisWorkingMemoryStore(client, ttl_seconds=settings.working_memory_ttl)
 
 
-def build_fact_extractor(settings: Settings, closers: list[Probe]) -> FactExtractor:
-    """The rule-based extractor, or the LLM one when ``FACT_EXTRACTOR=llm``."""
+def build_fact_extractor(
+    settings: Settings, closers: list[Probe], embedder: Embedder
+) -> FactExtractor:
+    """The rule-based extractor, the LLM one (``FACT_EXTRACTOR=llm``) or mem0's (``mem0``)."""
     if settings.fact_extractor == "offline":
         from agentcore.adapters.extractors.offline import RuleBasedFactExtractor
 
         return RuleBasedFactExtractor()
+    if settings.fact_extractor == "mem0":
+        return _mem0_extractor(settings, closers, embedder)
     from agentcore.adapters.extractors.llm import LLMFactExtractor
 
     client = _openai_client(settings, "FACT_EXTRACTOR=llm")
     closers.append(client.close)
     return LLMFactExtractor(client, settings.mem0_llm_model)
+
+
+def _mem0_extractor(settings: Settings, closers: list[Probe], embedder: Embedder) -> FactExtractor:
+    from agentcore.adapters.mem0 import Mem0Client, Mem0FactExtractor, Mem0LLMOptions
+
+    if settings.openai_api_key is None:
+        raise ConfigurationError("FACT_EXTRACTOR=mem0 needs OPENAI_API_KEY")
+    client = Mem0Client(settings.agentcore_data_dir)
+
+    async def close_client() -> None:
+        await asyncio.to_thread(client.close)
+
+    closers.append(close_client)
+    options = Mem0LLMOptions(
+        settings.mem0_llm_model,
+        settings.openai_api_key.get_secret_value(),
+        settings.openai_base_url,
+    )
+    extractor = Mem0FactExtractor(client, embedder, options)
+    closers.append(extractor.close)
+    return extractor
 
 
 def _openai_client(settings: Settings, needed_by: str) -> AsyncOpenAI:

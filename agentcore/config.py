@@ -43,8 +43,11 @@ class Settings(BaseSettings):
 
     # Models.
     embedder: Literal["local", "openai"] = "local"
-    # Semantic facts: rule-based offline (default) or the LLM (MEM0_LLM_MODEL via OpenAI API).
-    fact_extractor: Literal["offline", "llm"] = "offline"
+    # Semantic facts: rule-based offline (default), the LLM (MEM0_LLM_MODEL via the OpenAI API),
+    # or mem0's extraction with that LLM.
+    fact_extractor: Literal["offline", "llm", "mem0"] = "offline"
+    # Vectors: our Qdrant adapters (native), or mem0's vector-store layer over the same Qdrant.
+    vector_provider: Literal["native", "mem0"] = "native"
     openai_api_key: SecretStr | None = None
     openai_base_url: str | None = None
     mem0_embedding_model: str = "text-embedding-3-small"

@@ -1,4 +1,5 @@
-"""One contract for every VectorStore adapter: qdrant-edge on disk, qdrant-client local mode."""
+"""One contract for every VectorStore adapter: qdrant-edge on disk, qdrant-client local mode,
+and mem0's Qdrant layer (qdrant-client local mode on disk)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import numpy.typing as npt
 import pytest
 from qdrant_client import AsyncQdrantClient
 
+from agentcore.adapters.mem0 import Mem0VectorStore
 from agentcore.adapters.vectors import EdgeVectorStore, QdrantServerVectorStore
 from agentcore.domain.errors import ConfigurationError
 from agentcore.services.ports import VectorFilter, VectorPoint, VectorStore
@@ -34,14 +36,18 @@ class Backend:
     reopen: Callable[[int], Awaitable[VectorStore]]
 
 
-@pytest.fixture(params=["qdrant-edge", "qdrant"])
+@pytest.fixture(params=["qdrant-edge", "qdrant", "mem0"])
 async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
     opened: list[VectorStore] = []
 
-    if request.param == "qdrant-edge":
+    if request.param in ("qdrant-edge", "mem0"):
 
         async def open_store(dimension: int) -> VectorStore:
-            store = EdgeVectorStore(tmp_path / "vectors")
+            store: VectorStore
+            if request.param == "mem0":
+                store = Mem0VectorStore.open(tmp_path / "data")
+            else:
+                store = EdgeVectorStore(tmp_path / "vectors")
             opened.append(store)
             await store.ensure_collection(dimension, EMBEDDER)
             return store
