@@ -239,12 +239,16 @@ def build_working_store(settings: Settings, closers: list[Probe]) -> WorkingMemo
 def build_fact_extractor(
     settings: Settings, closers: list[Probe], embedder: Embedder
 ) -> FactExtractor:
-    """The rule-based extractor, the LLM one (``FACT_EXTRACTOR=llm``) or mem0's (``mem0``)."""
-    if settings.fact_extractor == "offline":
+    """The rule-based extractor, the LLM one (``FACT_EXTRACTOR=llm``) or mem0's (``mem0``);
+    ``auto`` picks mem0 when an API key is configured, else the rule-based one."""
+    choice = settings.fact_extractor
+    if choice == "auto":
+        choice = "offline" if settings.openai_api_key is None else "mem0"
+    if choice == "offline":
         from agentcore.adapters.extractors.offline import RuleBasedFactExtractor
 
         return RuleBasedFactExtractor()
-    if settings.fact_extractor == "mem0":
+    if choice == "mem0":
         return _mem0_extractor(settings, closers, embedder)
     from agentcore.adapters.extractors.llm import LLMFactExtractor
 

@@ -43,9 +43,9 @@ class Settings(BaseSettings):
 
     # Models.
     embedder: Literal["local", "openai"] = "local"
-    # Semantic facts: rule-based offline (default), the LLM (MEM0_LLM_MODEL via the OpenAI API),
-    # or mem0's extraction with that LLM.
-    fact_extractor: Literal["offline", "llm", "mem0"] = "offline"
+    # Semantic facts: rule-based offline, the LLM (MEM0_LLM_MODEL via the OpenAI API), or mem0's
+    # extraction with that LLM; "auto" is mem0 when OPENAI_API_KEY is set, else offline.
+    fact_extractor: Literal["auto", "offline", "llm", "mem0"] = "auto"
     # Vectors: our Qdrant adapters (native), or mem0's vector-store layer over the same Qdrant.
     vector_provider: Literal["native", "mem0"] = "native"
     openai_api_key: SecretStr | None = None

@@ -392,3 +392,22 @@ async def test_the_stack_runs_on_mem0_and_two_sessions_merge_into_one_fact(
     )
     [fact] = [hit.memory for hit in facts.results]
     assert fact.metadata["source_ids"] == [m.id for m in said]
+
+
+async def test_auto_extraction_uses_mem0_once_an_api_key_is_configured(
+    tmp_path: Path, embedder: LocalMiniLMEmbedder
+) -> None:
+    from agentcore.adapters.extractors.offline import RuleBasedFactExtractor
+    from agentcore.bootstrap import build_fact_extractor
+    from agentcore.services.health import Probe
+
+    closers: list[Probe] = []
+    offline = build_fact_extractor(Settings(agentcore_data_dir=tmp_path), closers, embedder)
+    keyed = Settings(agentcore_data_dir=tmp_path, openai_api_key="sk-test")  # type: ignore[arg-type]
+    with_key = build_fact_extractor(keyed, closers, embedder)
+    try:
+        assert isinstance(offline, RuleBasedFactExtractor)
+        assert isinstance(with_key, Mem0FactExtractor)
+    finally:
+        for close in reversed(closers):
+            await close()
