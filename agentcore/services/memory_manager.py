@@ -22,6 +22,7 @@ from agentcore.domain.scopes import owning_level, visible_scope_keys
 from agentcore.services.ports import (
     Embedder,
     ListQuery,
+    StageResolver,
     UnitOfWork,
     UnitOfWorkFactory,
 )
@@ -79,6 +80,7 @@ class MemoryManager:
         clock: Clock,
         max_content_length: int,
         max_batch_size: int,
+        stages: StageResolver | None = None,
     ) -> None:
         self._uow_factory = uow_factory
         self._embedder = embedder
@@ -87,6 +89,11 @@ class MemoryManager:
         self._clock = clock
         self._max_content = max_content_length
         self._max_batch = max_batch_size
+        self._stages = stages
+
+    def link_stages(self, stages: StageResolver) -> None:
+        """Set the stage resolver (the stage manager is built after the memory manager)."""
+        self._stages = stages
 
     async def add(self, new: NewMemory) -> Memory:
         return (await self.add_batch([new]))[0]
@@ -105,6 +112,10 @@ class MemoryManager:
             build_memory(item, now + timedelta(microseconds=i), self._max_content, model)
             for i, item in enumerate(items)
         ]
+        if self._stages is not None:
+            for memory in memories:
+                if memory.stage_id is None and memory.scope.task_id is not None:
+                    memory.stage_id = await self._stages.stage_for(memory.scope.task_id, memory)
         vectors = await self._embedder.embed([m.content for m in memories])
         async with self._uow_factory() as uow:
             entries = []

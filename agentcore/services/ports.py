@@ -287,3 +287,12 @@ class EpisodeSink(Protocol):
         the ids of the stored memories. Items of different stages never share an episode.
         Idempotent: items already stored are skipped. ``reason``: evicted, flushed or idle."""
         ...
+
+
+class StageResolver(Protocol):
+    """Links raw memories added under a task to the task's current COMPASS stage."""
+
+    async def stage_for(self, task_id: str, memory: Memory) -> str | None:
+        """The id of the stage ``memory`` belongs to (the task's current stage, after any
+        automatic transition the memory itself signals), or None when the task has no stage."""
+        ...

@@ -22,6 +22,7 @@ from agentcore.domain.errors import InvalidParams, MemoryNotFound
 from agentcore.domain.models import Layer, Memory, ScopeIds
 from agentcore.domain.records import MemoryChanges, NewMemory
 from agentcore.domain.scopes import visible_scope_keys
+from agentcore.domain.usage import TokenUsage
 from agentcore.services.memory_manager import MemoryManager
 from agentcore.services.ports import ListQuery, UnitOfWorkFactory
 from agentcore.services.retrieval import SearchQuery
@@ -66,19 +67,6 @@ class ExtractedFact:
             raise ValueError("importance must be in [0, 1]")
         if not self.source_ids:
             raise ValueError("a fact needs at least one source id")
-
-
-@dataclass(frozen=True, slots=True)
-class TokenUsage:
-    """Tokens one extraction consumed (all attempts), for cost accounting."""
-
-    model: str
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-
-    @property
-    def total_tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
 
 
 class Extraction(list[ExtractedFact]):

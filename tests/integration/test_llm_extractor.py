@@ -19,13 +19,13 @@ from starlette.routing import Route
 
 from agentcore.adapters.extractors.llm import LLMFactExtractor
 from agentcore.domain.errors import AgentCoreError, ProviderError, RateLimited, Unauthorized
+from agentcore.domain.usage import TokenUsage
 from agentcore.services.semantic import (
     ExtractedFact,
     Extraction,
     FactCategory,
     FactExtractor,
     SourceText,
-    TokenUsage,
 )
 from tests.http_stub import serving
 

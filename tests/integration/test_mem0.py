@@ -41,6 +41,7 @@ from agentcore.domain.errors import (
 )
 from agentcore.domain.models import Layer, ScopeIds
 from agentcore.domain.records import NewMemory
+from agentcore.domain.usage import TokenUsage
 from agentcore.services.retrieval import SearchQuery
 from agentcore.services.semantic import (
     ExtractedFact,
@@ -48,7 +49,6 @@ from agentcore.services.semantic import (
     FactCategory,
     SemanticMemoryService,
     SourceText,
-    TokenUsage,
 )
 from tests.conftest import migrate
 from tests.http_stub import serving

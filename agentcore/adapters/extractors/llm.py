@@ -18,12 +18,12 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 
 from agentcore.adapters.openai_errors import map_openai_error
 from agentcore.domain.errors import AgentCoreError, ProviderError
+from agentcore.domain.usage import TokenUsage
 from agentcore.services.semantic import (
     ExtractedFact,
     Extraction,
     FactCategory,
     SourceText,
-    TokenUsage,
 )
 
 DEFAULT_MODEL = "gpt-4.1-mini"

@@ -40,13 +40,13 @@ from agentcore.domain.errors import (
     RateLimited,
     Unauthorized,
 )
+from agentcore.domain.usage import TokenUsage
 from agentcore.services.ports import Embedder
 from agentcore.services.semantic import (
     ExtractedFact,
     Extraction,
     FactCategory,
     SourceText,
-    TokenUsage,
 )
 
 logger = logging.getLogger(__name__)
