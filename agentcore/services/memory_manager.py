@@ -91,10 +91,6 @@ class MemoryManager:
         self._max_batch = max_batch_size
         self._stages = stages
 
-    def link_stages(self, stages: StageResolver) -> None:
-        """Set the stage resolver (the stage manager is built after the memory manager)."""
-        self._stages = stages
-
     async def add(self, new: NewMemory) -> Memory:
         return (await self.add_batch([new]))[0]
 
