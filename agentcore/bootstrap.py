@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
 
 from openai import AsyncOpenAI
 from prometheus_client import CollectorRegistry
@@ -22,6 +24,7 @@ from agentcore.domain.clock import Clock, utcnow
 from agentcore.domain.errors import ConfigurationError
 from agentcore.services.episodic import EpisodicMemoryService
 from agentcore.services.health import HealthService, Probe
+from agentcore.services.jobs import JobHandler, JobQueue
 from agentcore.services.key_value import KeyValueService
 from agentcore.services.memory_manager import MemoryManager
 from agentcore.services.ports import Embedder, UnitOfWorkFactory, VectorFilter, VectorStore
@@ -32,6 +35,8 @@ from agentcore.services.vector_sync import VectorSync
 from agentcore.services.working_memory import WorkingMemoryService, WorkingMemoryStore
 
 log = logging.getLogger(__name__)
+
+REPLAY_VECTORS = "vectors.replay"  # job kind: re-apply vector writes still owed
 
 _EMBEDDER_SETTING = "embedder"
 
@@ -51,6 +56,8 @@ class Container:
     episodic: EpisodicMemoryService
     working: WorkingMemoryService
     semantic: SemanticMemoryService
+    jobs: JobQueue
+    job_handlers: dict[str, JobHandler]
     health: HealthService
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
     closers: list[Probe] = field(default_factory=list)
@@ -198,6 +205,9 @@ async def _build(
         clock,
         capacity=settings.semantic_memory_capacity,
     )
+    job_handlers: dict[str, JobHandler] = {REPLAY_VECTORS: partial(_replay_vectors, sync)}
+    jobs = build_job_queue(settings, job_handlers)
+    closers.append(jobs.close)
     return Container(
         settings=settings,
         engine=engine,
@@ -216,9 +226,29 @@ async def _build(
         episodic=episodic,
         working=working,
         semantic=semantic,
+        jobs=jobs,
+        job_handlers=job_handlers,
         health=health,
         closers=closers,
     )
+
+
+def build_job_queue(settings: Settings, handlers: dict[str, JobHandler]) -> JobQueue:
+    """Celery workers when ``REDIS_URL`` is set, else jobs run in this process."""
+    if settings.redis_url is None:
+        from agentcore.adapters.jobs.local import InProcessJobQueue
+
+        return InProcessJobQueue(handlers)
+    from agentcore.adapters.jobs.celery_queue import CeleryJobQueue
+    from agentcore.worker import celery_app
+
+    return CeleryJobQueue(celery_app(settings))
+
+
+async def _replay_vectors(sync: VectorSync, _: dict[str, Any]) -> dict[str, Any]:
+    replayed = await sync.replay()
+    await sync.flush()
+    return {"replayed": replayed}
 
 
 def build_working_store(settings: Settings, closers: list[Probe]) -> WorkingMemoryStore:

@@ -2,7 +2,7 @@
 
 A worker process keeps one event loop in a background thread and one container built on it
 (the composition root, as in the API process). Tasks hand coroutines to that loop and wait.
-Without ``REDIS_URL`` (embedded mode) tasks run eagerly in the calling process.
+Without ``REDIS_URL`` (embedded mode) there is no worker: jobs run in the API process.
 """
 
 from __future__ import annotations
@@ -14,12 +14,13 @@ from typing import Any, TypeVar
 
 from celery import Celery
 
+from agentcore.adapters.jobs.celery_queue import RUN_JOB
 from agentcore.bootstrap import Container, build_container
-from agentcore.config import Settings, load_settings
+from agentcore.config import Settings
+from agentcore.domain.errors import ConfigurationError
+from agentcore.services.jobs import run_job
 
 T = TypeVar("T")
-
-REPLAY_VECTORS = "agentcore.vectors.replay"
 
 
 class WorkerRuntime:
@@ -59,45 +60,37 @@ async def _call(job: Callable[[Container], Awaitable[T]], container: Container) 
     return await job(container)
 
 
-async def _replay_vectors(container: Container) -> int:
-    replayed = await container.vector_sync.replay()
-    await container.vector_sync.flush()
-    return replayed
-
-
-def create_celery(settings: Settings) -> tuple[Celery, WorkerRuntime]:
-    broker = settings.redis_url or "memory://"
-    app = Celery("agentcore", broker=broker, backend=settings.redis_url or "cache+memory://")
+def celery_app(settings: Settings) -> Celery:
+    """The Celery app of both sides: the API publishes jobs with it, workers run them."""
+    app = Celery("agentcore", broker=settings.redis_url, backend=settings.redis_url)
     app.conf.update(
         task_serializer="json",
         result_serializer="json",
         accept_content=["json"],
         task_acks_late=True,
         task_reject_on_worker_lost=True,
+        task_track_started=True,
         worker_prefetch_multiplier=1,
         broker_connection_retry_on_startup=True,
         result_expires=24 * 3600,
-        task_always_eager=settings.redis_url is None,
-        task_eager_propagates=True,
     )
-    runtime = WorkerRuntime(settings)
+    return app
 
-    @app.task(name=REPLAY_VECTORS)  # type: ignore[untyped-decorator]
-    def replay_vectors() -> int:
-        """Re-apply vector writes still owed to the vector store; returns how many."""
-        return runtime.run(_replay_vectors)
 
-    return app, runtime
+def register_tasks(app: Celery, runtime: WorkerRuntime) -> None:
+    @app.task(name=RUN_JOB)  # type: ignore[untyped-decorator]
+    def run(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
+        """One job of the container's handlers; always returns a JSON envelope."""
+        return runtime.run(lambda c: run_job(c.job_handlers, kind, payload))
 
 
 def run_worker(settings: Settings, loglevel: str = "INFO") -> None:
-    app, runtime = create_celery(settings)
+    if settings.redis_url is None:
+        raise ConfigurationError("agentcore worker needs REDIS_URL (the Celery broker)")
+    app = celery_app(settings)
+    runtime = WorkerRuntime(settings)
+    register_tasks(app, runtime)
     try:
         app.worker_main(["worker", "--pool=solo", f"--loglevel={loglevel}", "--without-gossip"])
     finally:
         runtime.close()
-
-
-def celery_app() -> Any:
-    """For ``celery -A agentcore.worker:celery_app`` style tooling."""
-    return create_celery(load_settings())[0]

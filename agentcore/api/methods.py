@@ -10,6 +10,7 @@ from pydantic import BaseModel
 from agentcore.api import cursor, schemas
 from agentcore.api import params as p
 from agentcore.api.episodic import episodic_methods
+from agentcore.api.jobs import job_methods
 from agentcore.api.key_value import key_value_methods
 from agentcore.api.procedural import procedural_methods
 from agentcore.api.rpc import RpcMethod
@@ -212,6 +213,7 @@ def build_methods(c: Container, discover: Callable[[], dict[str, Any]]) -> dict[
     table += episodic_methods(c.episodic)
     table += working_methods(c.working)
     table += semantic_methods(c.semantic)
+    table += job_methods(c.jobs)
     return {method.name: method for method in table}
 
 

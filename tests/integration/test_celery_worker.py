@@ -13,13 +13,15 @@ from pathlib import Path
 import pytest
 
 from agentcore.adapters.embedders.local_minilm import LocalMiniLMEmbedder
+from agentcore.adapters.jobs.celery_queue import CeleryJobQueue
 from agentcore.adapters.vectors.edge import EdgeVectorStore
-from agentcore.bootstrap import build_container
+from agentcore.bootstrap import REPLAY_VECTORS, build_container
 from agentcore.config import Settings
 from agentcore.domain.models import ScopeIds
 from agentcore.domain.records import NewMemory
+from agentcore.services.jobs import JobStatus
 from agentcore.services.ports import VectorFilter
-from agentcore.worker import REPLAY_VECTORS, create_celery
+from agentcore.worker import celery_app
 from tests.fakes import FakeVectorStore
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]
@@ -51,6 +53,12 @@ async def _search_embedded_vectors(data_dir: Path) -> list[str]:
     return [hit.id for hit in hits]
 
 
+async def _replay_on_a_worker(settings: Settings) -> JobStatus:
+    jobs = CeleryJobQueue(celery_app(settings))
+    job_id = await jobs.submit(REPLAY_VECTORS, {})
+    return await jobs.wait(job_id, max_wait=120)
+
+
 def test_worker_replays_owed_vector_writes(
     postgres_url: str, redis_url: str, tmp_path: Path
 ) -> None:
@@ -67,8 +75,8 @@ def test_worker_replays_owed_vector_writes(
         [sys.executable, "-m", "agentcore.cli", "worker", "--loglevel", "WARNING"], env=env
     )
     try:
-        app, _ = create_celery(settings)
-        assert app.send_task(REPLAY_VECTORS).get(timeout=120) == 1
+        status = asyncio.run(_replay_on_a_worker(settings))
+        assert status.result == {"replayed": 1}
     finally:
         worker.send_signal(signal.SIGTERM)
         worker.wait(timeout=60)

@@ -1,0 +1,1 @@
+"""Job queues: in process (embedded mode) and Celery (production)."""
