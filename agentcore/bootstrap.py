@@ -22,6 +22,9 @@ from agentcore.adapters.tokens import BpeTokenCounter
 from agentcore.config import Settings
 from agentcore.domain.clock import Clock, utcnow
 from agentcore.domain.errors import ConfigurationError
+from agentcore.domain.pricing import PriceTable
+from agentcore.services.compression_metrics import CompressionMetricsRecorder
+from agentcore.services.costs import CostTracker
 from agentcore.services.episodic import EpisodicMemoryService
 from agentcore.services.health import HealthService, Probe
 from agentcore.services.jobs import JobHandler, JobQueue
@@ -58,6 +61,8 @@ class Container:
     semantic: SemanticMemoryService
     jobs: JobQueue
     job_handlers: dict[str, JobHandler]
+    costs: CostTracker
+    compression_metrics: CompressionMetricsRecorder
     health: HealthService
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
     closers: list[Probe] = field(default_factory=list)
@@ -205,6 +210,21 @@ async def _build(
         clock,
         capacity=settings.semantic_memory_capacity,
     )
+    registry = CollectorRegistry()
+    prices = PriceTable(settings.model_prices)
+    prices.require(settings.compression_model, settings.mem0_llm_model, settings.reasoning_model)
+    if settings.embedder == "openai":
+        prices.require(settings.mem0_embedding_model)
+    costs = CostTracker(
+        uow_factory,
+        prices,
+        clock,
+        registry,
+        reasoning_model=settings.reasoning_model,
+        monthly_budget_usd=settings.monthly_token_budget_usd,
+        alert_threshold_pct=settings.alert_threshold_pct,
+        spend_cache_seconds=settings.cost_spend_cache_seconds,
+    )
     job_handlers: dict[str, JobHandler] = {REPLAY_VECTORS: partial(_replay_vectors, sync)}
     jobs = build_job_queue(settings, job_handlers)
     closers.append(jobs.close)
@@ -228,6 +248,9 @@ async def _build(
         semantic=semantic,
         jobs=jobs,
         job_handlers=job_handlers,
+        costs=costs,
+        compression_metrics=CompressionMetricsRecorder(uow_factory, clock, registry),
+        registry=registry,
         health=health,
         closers=closers,
     )

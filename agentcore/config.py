@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from agentcore.domain.errors import ConfigurationError
+
+NonNegative = Annotated[float, Field(ge=0)]
 
 _WEIGHT_FIELDS = (
     "memory_relevance_weight",
@@ -86,9 +88,12 @@ class Settings(BaseSettings):
     memory_error_correction_weight: float = Field(0.10, ge=0, le=1)
     memory_recency_half_life_hours: float = Field(168.0, gt=0)
 
-    # Cost control.
+    # Cost control. MODEL_PRICES='{"my-model": [0.3, 1.2]}' (USD per 1M input, output tokens)
+    # is merged over OpenAI's list prices.
     monthly_token_budget_usd: float = Field(1000.0, ge=0)
     alert_threshold_pct: float = Field(75.0, ge=0, le=100)
+    model_prices: dict[str, tuple[NonNegative, NonNegative]] = Field(default_factory=dict)
+    cost_spend_cache_seconds: float = Field(5.0, ge=0)
 
     # Vector writes that failed are retried every VECTOR_SYNC_INTERVAL seconds; the embedded
     # vector store is flushed to disk every VECTOR_FLUSH_INTERVAL seconds (until then the

@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 from agentcore.api import cursor, schemas
 from agentcore.api import params as p
+from agentcore.api.costs import cost_methods
 from agentcore.api.episodic import episodic_methods
 from agentcore.api.jobs import job_methods
 from agentcore.api.key_value import key_value_methods
@@ -214,6 +215,7 @@ def build_methods(c: Container, discover: Callable[[], dict[str, Any]]) -> dict[
     table += working_methods(c.working)
     table += semantic_methods(c.semantic)
     table += job_methods(c.jobs)
+    table += cost_methods(c.costs)
     return {method.name: method for method in table}
 
 

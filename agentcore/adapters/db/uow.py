@@ -8,6 +8,7 @@ from typing import Self
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from agentcore.adapters.db.costs import SqlCompressionMetricsRepository, SqlCostRepository
 from agentcore.adapters.db.engine import READ_ONLY
 from agentcore.adapters.db.episodes import SqlEpisodeRepository
 from agentcore.adapters.db.repositories import (
@@ -16,6 +17,8 @@ from agentcore.adapters.db.repositories import (
     SqlOutboxRepository,
     SqlSettingsRepository,
 )
+from agentcore.services.compression_metrics import CompressionMetricsRepository
+from agentcore.services.costs import CostRepository
 from agentcore.services.ports import (
     EpisodeRepository,
     HistoryRepository,
@@ -33,6 +36,8 @@ class SqlUnitOfWork:
     outbox: OutboxRepository
     store_settings: SettingsRepository
     episodes: EpisodeRepository
+    costs: CostRepository
+    compression_metrics: CompressionMetricsRepository
 
     def __init__(self, session_factory: async_sessionmaker[AsyncSession]) -> None:
         self._session_factory = session_factory
@@ -49,6 +54,8 @@ class SqlUnitOfWork:
         self.outbox = SqlOutboxRepository(session)
         self.store_settings = SqlSettingsRepository(session, dialect)
         self.episodes = SqlEpisodeRepository(session, dialect)
+        self.costs = SqlCostRepository(session, dialect)
+        self.compression_metrics = SqlCompressionMetricsRepository(session, dialect)
         return self
 
     async def __aexit__(
