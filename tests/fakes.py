@@ -177,6 +177,10 @@ class _Memories:
             m.id for m in self._s.memories.values() if m.scope_key == scope_key and m.layer is layer
         ]
 
+    async def in_stage(self, stage_id: str) -> list[Memory]:
+        found = [m for m in self._s.memories.values() if m.stage_id == stage_id]
+        return [copy.deepcopy(m) for m in sorted(found, key=lambda m: (m.created_at, m.id))]
+
     async def get_by_key(self, scope_key: str, key: str) -> Memory | None:
         for m in self._s.memories.values():
             if m.scope_key == scope_key and m.key == key:

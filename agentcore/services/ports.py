@@ -159,6 +159,10 @@ class MemoryRepository(Protocol):
 
     async def get_by_key(self, scope_key: str, key: str) -> Memory | None: ...
 
+    async def in_stage(self, stage_id: str) -> list[Memory]:
+        """Every memory linked to the stage, oldest first (whatever its scope)."""
+        ...
+
     async def record_access(self, memory_ids: Sequence[str], at: datetime) -> None:
         """Increment access_count and set last_accessed_at."""
         ...

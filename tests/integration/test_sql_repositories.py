@@ -559,3 +559,12 @@ async def test_get_by_key_and_keyed_only(uows: SqlUnitOfWorkFactory) -> None:
         )
     assert [m.id for m in found] == [keyed.id]
     assert total == 1
+
+
+async def test_in_stage_lists_a_stage_oldest_first(uows: SqlUnitOfWorkFactory) -> None:
+    later = make_memory(stage_id="st-1", created_at=T0 + timedelta(seconds=5))
+    first = make_memory(stage_id="st-1", scope=ScopeIds(task_id="t1"), scope_level=ScopeLevel.TASK)
+    await add_all(uows, later, first, make_memory(stage_id="st-2"))
+    async with uows(read_only=True) as uow:
+        found = await uow.memories.in_stage("st-1")
+    assert [m.id for m in found] == [first.id, later.id]

@@ -191,6 +191,14 @@ class SqlMemoryRepository:
         )
         return list(await self._session.scalars(stmt))
 
+    async def in_stage(self, stage_id: str) -> list[Memory]:
+        stmt = (
+            _select()
+            .where(_TABLE.c.stage_id == stage_id)
+            .order_by(_TABLE.c.created_at, _TABLE.c.id)
+        )
+        return [memory_from_row(row) for row in (await self._session.execute(stmt)).mappings()]
+
     async def get_by_key(self, scope_key: str, key: str) -> Memory | None:
         stmt = _select().where(MemoryRow.scope_key == scope_key, MemoryRow.key == key)
         row = (await self._session.execute(stmt)).mappings().first()
