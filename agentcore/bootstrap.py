@@ -34,6 +34,7 @@ from agentcore.services.ports import Embedder, UnitOfWorkFactory, VectorFilter, 
 from agentcore.services.procedural import ProceduralMemoryService
 from agentcore.services.retrieval import EnhancedRetrieval
 from agentcore.services.semantic import FactExtractor, SemanticMemoryService
+from agentcore.services.stages import StageManager
 from agentcore.services.vector_sync import VectorSync
 from agentcore.services.working_memory import WorkingMemoryService, WorkingMemoryStore
 
@@ -63,6 +64,7 @@ class Container:
     job_handlers: dict[str, JobHandler]
     costs: CostTracker
     compression_metrics: CompressionMetricsRecorder
+    stages: StageManager
     health: HealthService
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
     closers: list[Probe] = field(default_factory=list)
@@ -163,6 +165,12 @@ async def _build(
     retrieval = EnhancedRetrieval(
         uow_factory, vectors, embedder, clock, settings.memory_max_query_length
     )
+    stages = StageManager(
+        uow_factory,
+        clock,
+        auto_transition=settings.stage_auto_transition,
+        default_duration_seconds=settings.stage_default_duration_seconds,
+    )
     memory = MemoryManager(
         uow_factory,
         embedder,
@@ -171,6 +179,7 @@ async def _build(
         clock,
         max_content_length=settings.memory_max_context_length,
         max_batch_size=settings.memory_max_batch_size,
+        stages=stages,
     )
     probes: dict[str, Probe] = {
         "database": lambda: ping(engine),
@@ -250,6 +259,7 @@ async def _build(
         job_handlers=job_handlers,
         costs=costs,
         compression_metrics=CompressionMetricsRecorder(uow_factory, clock, registry),
+        stages=stages,
         registry=registry,
         health=health,
         closers=closers,

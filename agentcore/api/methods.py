@@ -16,6 +16,7 @@ from agentcore.api.key_value import key_value_methods
 from agentcore.api.procedural import procedural_methods
 from agentcore.api.rpc import RpcMethod
 from agentcore.api.semantic import semantic_methods
+from agentcore.api.stages import stage_methods
 from agentcore.api.working import working_methods
 from agentcore.domain.errors import AgentCoreError
 from agentcore.domain.records import MemoryChanges, NewMemory
@@ -216,6 +217,7 @@ def build_methods(c: Container, discover: Callable[[], dict[str, Any]]) -> dict[
     table += semantic_methods(c.semantic)
     table += job_methods(c.jobs)
     table += cost_methods(c.costs)
+    table += stage_methods(c.stages)
     return {method.name: method for method in table}
 
 

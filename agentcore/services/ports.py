@@ -13,6 +13,7 @@ import numpy.typing as npt
 
 from agentcore.domain.episodes import Episode, EpisodeStatus
 from agentcore.domain.models import Layer, Memory, MemoryEvent, ScopeIds
+from agentcore.services.stages import StageMemoryRepository, StageRepository, TaskContextRepository
 
 Vectors = npt.NDArray[np.float32]
 
@@ -252,6 +253,9 @@ class UnitOfWork(Protocol):
     outbox: OutboxRepository
     store_settings: SettingsRepository
     episodes: EpisodeRepository
+    stages: StageRepository
+    stage_memories: StageMemoryRepository
+    task_contexts: TaskContextRepository
 
     async def __aenter__(self) -> Self: ...
 

@@ -146,6 +146,15 @@ class StoreSettingRow(Base):
 
 class StageRow(Base):
     __tablename__ = "stages"
+    __table_args__ = (  # a task has at most one active stage
+        Index(
+            "uq_stages_active_task",
+            "task_id",
+            unique=True,
+            postgresql_where=text("status = 'active'"),
+            sqlite_where=text("status = 'active'"),
+        ),
+    )
 
     id: Mapped[str] = _uuid_pk()
     task_id: Mapped[str] = mapped_column(String(ID_LEN), index=True)

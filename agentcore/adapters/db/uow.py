@@ -17,6 +17,11 @@ from agentcore.adapters.db.repositories import (
     SqlOutboxRepository,
     SqlSettingsRepository,
 )
+from agentcore.adapters.db.stages import (
+    SqlStageMemoryRepository,
+    SqlStageRepository,
+    SqlTaskContextRepository,
+)
 from agentcore.services.compression_metrics import CompressionMetricsRepository
 from agentcore.services.costs import CostRepository
 from agentcore.services.ports import (
@@ -26,6 +31,7 @@ from agentcore.services.ports import (
     OutboxRepository,
     SettingsRepository,
 )
+from agentcore.services.stages import StageMemoryRepository, StageRepository, TaskContextRepository
 
 
 class SqlUnitOfWork:
@@ -37,6 +43,9 @@ class SqlUnitOfWork:
     store_settings: SettingsRepository
     episodes: EpisodeRepository
     costs: CostRepository
+    stages: StageRepository
+    stage_memories: StageMemoryRepository
+    task_contexts: TaskContextRepository
     compression_metrics: CompressionMetricsRepository
 
     def __init__(self, session_factory: async_sessionmaker[AsyncSession]) -> None:
@@ -55,6 +64,9 @@ class SqlUnitOfWork:
         self.store_settings = SqlSettingsRepository(session, dialect)
         self.episodes = SqlEpisodeRepository(session, dialect)
         self.costs = SqlCostRepository(session, dialect)
+        self.stages = SqlStageRepository(session, dialect)
+        self.stage_memories = SqlStageMemoryRepository(session, dialect)
+        self.task_contexts = SqlTaskContextRepository(session, dialect)
         self.compression_metrics = SqlCompressionMetricsRepository(session, dialect)
         return self
 

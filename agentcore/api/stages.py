@@ -1,0 +1,168 @@
+"""JSON-RPC methods of COMPASS stages: ``memory.stage.start``, ``.current`` and ``.get``.
+
+``memory.stage.complete`` (which compresses the stage) is declared with the orchestration; it
+reuses ``StageOut`` and ``StageMemoryOut`` from here.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from agentcore.api.params import Identifier, Params
+from agentcore.api.rpc import RpcMethod
+from agentcore.domain.stages import Stage, StageMemory
+from agentcore.services.stages import StageManager
+
+StageTypeName = Literal["planning", "execution", "reflection", "verification"]
+
+
+class StartStageParams(Params):
+    task_id: Identifier
+    stage_type: StageTypeName
+    agent_id: Identifier | None = None
+    session_id: Identifier | None = None
+
+
+class TaskIdParams(Params):
+    task_id: Identifier
+
+
+class GetStageParams(Params):
+    stage_id: Identifier
+    task_id: Identifier | None = Field(None, description="when given, the stage must be its")
+
+
+class StageOut(BaseModel):
+    id: str
+    task_id: str
+    stage_type: str
+    status: str = Field(description="active, or completed (compressed once it has a memory)")
+    started_at: datetime
+    completed_at: datetime | None
+    agent_id: str | None
+    session_id: str | None
+    reason: str = Field(description="why it started: explicit, or the detection's reason")
+    metadata: dict[str, Any] = Field(
+        description="signal, confidence, trigger_memory_id, previous_stage_id"
+    )
+
+    @classmethod
+    def of(cls, s: Stage) -> StageOut:
+        return cls(
+            id=s.id,
+            task_id=s.task_id,
+            stage_type=s.stage_type.value,
+            status=s.status.value,
+            started_at=s.started_at,
+            completed_at=s.completed_at,
+            agent_id=s.agent_id,
+            session_id=s.session_id,
+            reason=s.reason,
+            metadata=s.metadata,
+        )
+
+
+class StageMemoryOut(BaseModel):
+    stage_id: str
+    task_id: str
+    summary: str
+    insights: list[str]
+    critical_facts: list[str]
+    raw_memory_ids: list[str]
+    compression_ratio: float | None = Field(description="input tokens per output token")
+    quality_metrics: dict[str, Any]
+    engine: str
+    fallback: bool
+    cost_usd: float
+    tokens_in: int
+    tokens_out: int
+    created_at: datetime
+
+    @classmethod
+    def of(cls, m: StageMemory) -> StageMemoryOut:
+        return cls(
+            stage_id=m.stage_id,
+            task_id=m.task_id,
+            summary=m.summary,
+            insights=list(m.insights),
+            critical_facts=list(m.critical_facts),
+            raw_memory_ids=list(m.raw_memory_ids),
+            compression_ratio=m.compression_ratio,
+            quality_metrics=m.quality_metrics,
+            engine=m.engine,
+            fallback=m.fallback,
+            cost_usd=m.cost_usd,
+            tokens_in=m.tokens_in,
+            tokens_out=m.tokens_out,
+            created_at=m.created_at,
+        )
+
+
+class StartStageResult(BaseModel):
+    stage_id: str
+    stage: StageOut
+    previous_stage_id: str | None = Field(
+        description="the stage that was active before this one (completed when it started)"
+    )
+
+
+class CurrentStageResult(BaseModel):
+    stage: StageOut | None = Field(description="the task's active stage, or null")
+
+
+class StageDetailResult(BaseModel):
+    stage: StageOut
+    stage_memory: StageMemoryOut | None = Field(description="null until it is compressed")
+
+
+def stage_methods(service: StageManager) -> list[RpcMethod]:
+    async def start(a: StartStageParams) -> StartStageResult:
+        stage = await service.start(
+            a.task_id, a.stage_type, agent_id=a.agent_id, session_id=a.session_id
+        )
+        previous = stage.metadata.get("previous_stage_id")
+        return StartStageResult(
+            stage_id=stage.id,
+            stage=StageOut.of(stage),
+            previous_stage_id=previous if isinstance(previous, str) else None,
+        )
+
+    async def current(a: TaskIdParams) -> CurrentStageResult:
+        stage = await service.current(a.task_id)
+        return CurrentStageResult(stage=None if stage is None else StageOut.of(stage))
+
+    async def get(a: GetStageParams) -> StageDetailResult:
+        stage, memory = await service.detail(a.stage_id, a.task_id)
+        return StageDetailResult(
+            stage=StageOut.of(stage),
+            stage_memory=None if memory is None else StageMemoryOut.of(memory),
+        )
+
+    return [
+        RpcMethod(
+            "memory.stage.start",
+            StartStageParams,
+            StartStageResult,
+            start,
+            "Make a stage of this type the task's active stage, completing the active one "
+            "(pending compression); returns the active stage itself when it has that type.",
+        ),
+        RpcMethod(
+            "memory.stage.current",
+            TaskIdParams,
+            CurrentStageResult,
+            current,
+            "The task's active stage, or null.",
+        ),
+        RpcMethod(
+            "memory.stage.get",
+            GetStageParams,
+            StageDetailResult,
+            get,
+            "A stage and its stage memory (summary, insights, critical facts, ratio, quality, "
+            "cost) once compressed.",
+        ),
+    ]

@@ -1,0 +1,319 @@
+"""StageManager: the COMPASS stage lifecycle of tasks (FR-2.1-2.3).
+
+A task is a sequence of stages with at most one active stage (the database enforces it too).
+Starting a stage ends the active one (status ``completed``, pending compression) unless the
+active stage already has the requested type: then the call returns the active stage, so a
+retried ``start`` does not split a stage. Every raw memory added under a task gets the task's
+active stage (``stage_for``, the ``StageResolver`` port); with automatic transitions on, the
+memory itself may move the task to another stage first (``agentcore.domain.stages``).
+
+A stage ended by a transition records nothing else: the orchestrator finds it with
+``pending_compression`` (completed, no stage memory yet), and the stage that replaced it names
+it in ``metadata.previous_stage_id``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import replace
+from types import TracebackType
+from typing import Any, Protocol, Self
+
+from agentcore.domain.clock import Clock
+from agentcore.domain.errors import Conflict, InvalidParams, InvalidState, StageNotFound
+from agentcore.domain.models import Memory, StageType, new_id
+from agentcore.domain.stages import (
+    Detection,
+    Stage,
+    StageDetector,
+    StageMemory,
+    StageStatus,
+    TaskContext,
+    parse_stage_type,
+)
+
+log = logging.getLogger(__name__)
+
+# Changes of one task's stage take turns on a lock of the task; should a writer still lose the
+# race on the "one active stage per task" index, it re-reads the winner's stage and decides again.
+_ATTEMPTS = 4
+
+
+class StageRepository(Protocol):
+    async def lock_task(self, task_id: str) -> None:
+        """Hold the task against concurrent stage changes until the transaction ends."""
+        ...
+
+    async def add(self, stage: Stage) -> None:
+        """Raises ``Conflict`` when the id is taken or the task already has an active stage;
+        the unit of work stays usable."""
+        ...
+
+    async def update(self, stage: Stage) -> None:
+        """Write its status, completed_at, reason and metadata."""
+        ...
+
+    async def get(self, stage_id: str, *, lock: bool = False) -> Stage | None: ...
+
+    async def active(self, task_id: str, *, lock: bool = False) -> Stage | None:
+        """The task's active stage; ``lock`` holds it against concurrent writers until commit."""
+        ...
+
+    async def of_task(self, task_id: str) -> list[Stage]:
+        """Oldest first."""
+        ...
+
+    async def pending_compression(self, limit: int) -> list[Stage]:
+        """Completed stages that have no stage memory yet, oldest completion first."""
+        ...
+
+
+class StageMemoryRepository(Protocol):
+    async def save(self, memory: StageMemory) -> None:
+        """Insert, or replace the stage memory of the same stage."""
+        ...
+
+    async def get(self, stage_id: str) -> StageMemory | None: ...
+
+    async def of_task(self, task_id: str) -> list[StageMemory]:
+        """Oldest first."""
+        ...
+
+
+class TaskContextRepository(Protocol):
+    async def save(self, context: TaskContext) -> None:
+        """Insert, or replace the context of the same task."""
+        ...
+
+    async def get(self, task_id: str) -> TaskContext | None: ...
+
+
+class StageUnitOfWork(Protocol):
+    """The part of the ``UnitOfWork`` the StageManager uses."""
+
+    stages: StageRepository
+    stage_memories: StageMemoryRepository
+    task_contexts: TaskContextRepository
+
+    async def __aenter__(self) -> Self: ...
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
+
+    async def commit(self) -> None: ...
+
+
+class StageUnitOfWorkFactory(Protocol):
+    def __call__(self, *, read_only: bool = False) -> StageUnitOfWork: ...
+
+
+# Given the task's active stage (or None): the stage type to move to, why, and what to record
+# on the new stage; None to stay.
+_Decision = tuple[StageType, str, dict[str, Any]] | None
+
+
+class StageManager:
+    """Stage lifecycle and the ``StageResolver`` for MemoryManager."""
+
+    def __init__(
+        self,
+        uow_factory: StageUnitOfWorkFactory,
+        clock: Clock,
+        *,
+        auto_transition: bool,
+        default_duration_seconds: int,
+    ) -> None:
+        self._uow_factory = uow_factory
+        self._clock = clock
+        self._auto = auto_transition
+        self._detector = StageDetector(default_duration_seconds)
+
+    async def start(
+        self,
+        task_id: str,
+        stage_type: StageType | str,
+        *,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        reason: str = "explicit",
+    ) -> Stage:
+        """Make a stage of ``stage_type`` the task's active stage, ending the active one; the
+        active stage itself when it already has that type."""
+        wanted = _stage_type(stage_type)
+
+        def decide(active: Stage | None) -> _Decision:
+            if active is not None and active.stage_type is wanted:
+                return None
+            return wanted, reason, {}
+
+        stage = await self._switch(task_id, decide, agent_id, session_id)
+        assert stage is not None, "start always leaves an active stage"
+        return stage
+
+    async def current(self, task_id: str) -> Stage | None:
+        async with self._uow_factory(read_only=True) as uow:
+            return await uow.stages.active(task_id)
+
+    async def get(self, stage_id: str) -> Stage:
+        async with self._uow_factory(read_only=True) as uow:
+            stage = await uow.stages.get(stage_id)
+        if stage is None:
+            raise StageNotFound("stage not found", stage_id=stage_id)
+        return stage
+
+    async def detail(
+        self, stage_id: str, task_id: str | None = None
+    ) -> tuple[Stage, StageMemory | None]:
+        """The stage and its stage memory (None until compressed). With ``task_id``, another
+        task's stage is not found."""
+        async with self._uow_factory(read_only=True) as uow:
+            stage = await uow.stages.get(stage_id)
+            if stage is None or (task_id is not None and stage.task_id != task_id):
+                raise StageNotFound("stage not found", stage_id=stage_id)
+            return stage, await uow.stage_memories.get(stage_id)
+
+    async def complete(self, task_id: str, stage_id: str) -> Stage:
+        """End the task's active stage ``stage_id``; a stage already completed is returned as
+        it is. Raises ``StageNotFound``, or ``InvalidState`` for another task's stage."""
+        async with self._uow_factory() as uow:
+            await uow.stages.lock_task(task_id)
+            stage = await uow.stages.get(stage_id, lock=True)
+            if stage is None:
+                raise StageNotFound("stage not found", stage_id=stage_id)
+            if stage.task_id != task_id:
+                raise InvalidState(
+                    "the stage belongs to another task", stage_id=stage_id, task_id=task_id
+                )
+            if stage.status is StageStatus.COMPLETED:
+                return stage
+            done = replace(stage, status=StageStatus.COMPLETED, completed_at=self._clock())
+            await uow.stages.update(done)
+            await uow.commit()
+        return done
+
+    async def stages_of(self, task_id: str) -> list[Stage]:
+        """Oldest first."""
+        async with self._uow_factory(read_only=True) as uow:
+            return await uow.stages.of_task(task_id)
+
+    async def pending_compression(self, limit: int = 100) -> list[Stage]:
+        """Completed stages without a stage memory yet, oldest completion first."""
+        async with self._uow_factory(read_only=True) as uow:
+            return await uow.stages.pending_compression(limit)
+
+    async def stage_for(self, task_id: str, memory: Memory) -> str | None:
+        """``StageResolver``: the task's active stage id, after the transition ``memory``
+        signals when automatic transitions are on; None when the task has no stage and the
+        memory signals none."""
+        async with self._uow_factory(read_only=True) as uow:
+            active = await uow.stages.active(task_id)
+        if not self._auto or self._decide(memory, active) is None:
+            return None if active is None else active.id
+        # Decided again in the write transaction, against the active stage it locked.
+        stage = await self._switch(
+            task_id,
+            lambda current: self._decide(memory, current),
+            memory.scope.agent_id,
+            memory.scope.session_id,
+        )
+        return None if stage is None else stage.id
+
+    async def save_stage_memory(self, memory: StageMemory) -> None:
+        async with self._uow_factory() as uow:
+            await uow.stage_memories.save(memory)
+            await uow.commit()
+
+    async def stage_memory(self, stage_id: str) -> StageMemory | None:
+        async with self._uow_factory(read_only=True) as uow:
+            return await uow.stage_memories.get(stage_id)
+
+    async def stage_memories_of(self, task_id: str) -> list[StageMemory]:
+        async with self._uow_factory(read_only=True) as uow:
+            return await uow.stage_memories.of_task(task_id)
+
+    async def save_task_context(self, context: TaskContext) -> None:
+        async with self._uow_factory() as uow:
+            await uow.task_contexts.save(context)
+            await uow.commit()
+
+    async def task_context(self, task_id: str) -> TaskContext | None:
+        async with self._uow_factory(read_only=True) as uow:
+            return await uow.task_contexts.get(task_id)
+
+    def _decide(self, memory: Memory, active: Stage | None) -> _Decision:
+        detection = self._detector.detect(memory, active, self._clock())
+        if detection is None or (active is not None and detection.stage_type is active.stage_type):
+            return None
+        return detection.stage_type, detection.reason, _detection_metadata(detection, memory)
+
+    async def _switch(
+        self,
+        task_id: str,
+        decide: Callable[[Stage | None], _Decision],
+        agent_id: str | None,
+        session_id: str | None,
+    ) -> Stage | None:
+        """Apply ``decide`` to the task's active stage in one write transaction: end it and
+        start the decided stage, or keep it. Returns the task's active stage afterwards."""
+        for _ in range(_ATTEMPTS):
+            try:
+                async with self._uow_factory() as uow:
+                    await uow.stages.lock_task(task_id)
+                    active = await uow.stages.active(task_id, lock=True)
+                    decision = decide(active)
+                    if decision is None:
+                        return active
+                    now = self._clock()
+                    stage_type, reason, metadata = decision
+                    if active is not None:
+                        metadata = {**metadata, "previous_stage_id": active.id}
+                        ended = replace(active, status=StageStatus.COMPLETED, completed_at=now)
+                        await uow.stages.update(ended)
+                    stage = Stage(
+                        id=new_id(),
+                        task_id=task_id,
+                        stage_type=stage_type,
+                        status=StageStatus.ACTIVE,
+                        started_at=now,
+                        agent_id=agent_id,
+                        session_id=session_id,
+                        reason=reason,
+                        metadata=metadata,
+                    )
+                    await uow.stages.add(stage)
+                    await uow.commit()
+            except Conflict:
+                continue
+            log.info(
+                "task %s: stage %s -> %s (%s)",
+                task_id,
+                None if active is None else active.stage_type.value,
+                stage_type.value,
+                reason,
+            )
+            return stage
+        raise Conflict("the task's stage is being changed concurrently; retry", task_id=task_id)
+
+
+def _stage_type(value: StageType | str) -> StageType:
+    parsed = parse_stage_type(value)
+    if parsed is None:
+        allowed = ", ".join(t.value for t in StageType)
+        raise InvalidParams(
+            f"unknown stage type {value!r}; expected one of: {allowed}",
+            errors=[{"field": "stage_type", "message": f"one of: {allowed}"}],
+        )
+    return parsed
+
+
+def _detection_metadata(detection: Detection, memory: Memory) -> dict[str, Any]:
+    return {
+        "signal": detection.signal.value,
+        "confidence": detection.confidence,
+        "trigger_memory_id": memory.id,
+    }

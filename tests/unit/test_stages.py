@@ -1,0 +1,535 @@
+"""StageManager and the stage detector on in-memory fakes: lifecycle, errors, every detection
+signal with its reason, precedence, no flip on weak signals, and the RPC methods."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from types import TracebackType
+from typing import Any, Self
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from agentcore.api.metrics import RpcMetrics
+from agentcore.api.rpc import JsonRpcEndpoint
+from agentcore.api.stages import stage_methods
+from agentcore.domain.errors import Conflict, InvalidParams, InvalidState, StageNotFound
+from agentcore.domain.models import Layer, Memory, ScopeIds, ScopeLevel, StageType
+from agentcore.domain.records import NewMemory
+from agentcore.domain.stages import (
+    Detection,
+    DetectionSignal,
+    Stage,
+    StageDetector,
+    StageMemory,
+    StageStatus,
+    TaskContext,
+)
+from agentcore.services.memory_manager import MemoryManager
+from agentcore.services.retrieval import EnhancedRetrieval
+from agentcore.services.stages import (
+    StageManager,
+    StageMemoryRepository,
+    StageRepository,
+    TaskContextRepository,
+)
+from tests.unit.conftest import FakeClock, Services
+
+T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+P, E, R, V = StageType.PLANNING, StageType.EXECUTION, StageType.REFLECTION, StageType.VERIFICATION
+
+
+# --- fakes -------------------------------------------------------------------------------
+
+
+@dataclass
+class _State:
+    stages: dict[str, Stage] = field(default_factory=dict)
+    stage_memories: dict[str, StageMemory] = field(default_factory=dict)
+    task_contexts: dict[str, TaskContext] = field(default_factory=dict)
+
+
+class _Stages:
+    def __init__(self, state: _State, store: FakeStageStore) -> None:
+        self._s = state
+        self._store = store
+
+    async def lock_task(self, task_id: str) -> None:
+        return None
+
+    async def add(self, stage: Stage) -> None:
+        if self._store.before_add is not None:  # a concurrent writer commits first
+            hook, self._store.before_add = self._store.before_add, None
+            hook(self._store.state)
+            self._s.stages = dict(self._store.state.stages)
+        if stage.id in self._s.stages or (
+            stage.status is StageStatus.ACTIVE and _active(self._s, stage.task_id) is not None
+        ):
+            raise Conflict("the task already has an active stage")
+        self._s.stages[stage.id] = stage
+
+    async def update(self, stage: Stage) -> None:
+        if stage.id not in self._s.stages:
+            raise StageNotFound("stage not found")
+        self._s.stages[stage.id] = stage
+
+    async def get(self, stage_id: str, *, lock: bool = False) -> Stage | None:
+        return self._s.stages.get(stage_id)
+
+    async def active(self, task_id: str, *, lock: bool = False) -> Stage | None:
+        return _active(self._s, task_id)
+
+    async def of_task(self, task_id: str) -> list[Stage]:
+        found = [s for s in self._s.stages.values() if s.task_id == task_id]
+        return sorted(found, key=lambda s: (s.started_at, s.id))
+
+    async def pending_compression(self, limit: int) -> list[Stage]:
+        done = [
+            s
+            for s in self._s.stages.values()
+            if s.status is StageStatus.COMPLETED and s.id not in self._s.stage_memories
+        ]
+        return sorted(done, key=lambda s: (s.completed_at or T0, s.id))[:limit]
+
+
+def _active(state: _State, task_id: str) -> Stage | None:
+    return next(
+        (
+            s
+            for s in state.stages.values()
+            if s.task_id == task_id and s.status is StageStatus.ACTIVE
+        ),
+        None,
+    )
+
+
+class _StageMemories:
+    def __init__(self, state: _State) -> None:
+        self._s = state
+
+    async def save(self, memory: StageMemory) -> None:
+        self._s.stage_memories[memory.stage_id] = memory
+
+    async def get(self, stage_id: str) -> StageMemory | None:
+        return self._s.stage_memories.get(stage_id)
+
+    async def of_task(self, task_id: str) -> list[StageMemory]:
+        found = [m for m in self._s.stage_memories.values() if m.task_id == task_id]
+        return sorted(found, key=lambda m: m.created_at)
+
+
+class _TaskContexts:
+    def __init__(self, state: _State) -> None:
+        self._s = state
+
+    async def save(self, context: TaskContext) -> None:
+        self._s.task_contexts[context.task_id] = context
+
+    async def get(self, task_id: str) -> TaskContext | None:
+        return self._s.task_contexts.get(task_id)
+
+
+class FakeStageUnitOfWork:
+    """Works on a copy of the store's state; ``commit`` publishes it."""
+
+    stages: StageRepository
+    stage_memories: StageMemoryRepository
+    task_contexts: TaskContextRepository
+
+    def __init__(self, store: FakeStageStore) -> None:
+        self._store = store
+        self._state = _State()
+
+    async def __aenter__(self) -> Self:
+        self._state = copy.deepcopy(self._store.state)
+        self.stages = _Stages(self._state, self._store)
+        self.stage_memories = _StageMemories(self._state)
+        self.task_contexts = _TaskContexts(self._state)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        return None
+
+    async def commit(self) -> None:
+        self._store.state = self._state
+        self._store.commits += 1
+
+
+class FakeStageStore:
+    def __init__(self) -> None:
+        self.state = _State()
+        self.commits = 0
+        self.before_add: Callable[[_State], None] | None = None
+
+    def __call__(self, *, read_only: bool = False) -> FakeStageUnitOfWork:
+        return FakeStageUnitOfWork(self)
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def store() -> FakeStageStore:
+    return FakeStageStore()
+
+
+@pytest.fixture
+def manager(store: FakeStageStore, clock: FakeClock) -> StageManager:
+    return StageManager(store, clock, auto_transition=True, default_duration_seconds=1800)
+
+
+def memory(content: str = "Noted.", task_id: str = "t1", **metadata: Any) -> Memory:
+    return Memory(
+        id=f"m-{abs(hash((content, json.dumps(metadata, sort_keys=True)))):x}",
+        content=content,
+        layer=Layer.EPISODIC,
+        scope_level=ScopeLevel.TASK,
+        scope=ScopeIds(task_id=task_id, agent_id="a1", session_id="s1"),
+        created_at=T0,
+        updated_at=T0,
+        metadata=metadata,
+    )
+
+
+def stage(stage_type: StageType, started_at: datetime = T0) -> Stage:
+    return Stage("st-1", "t1", stage_type, StageStatus.ACTIVE, started_at)
+
+
+def detect(content: str = "Noted.", active: Stage | None = None, **metadata: Any) -> Detection:
+    found = StageDetector(1800).detect(memory(content, **metadata), active, T0)
+    assert found is not None
+    return found
+
+
+def nothing(content: str = "Noted.", active: Stage | None = None, **metadata: Any) -> None:
+    assert StageDetector(1800).detect(memory(content, **metadata), active, T0) is None
+
+
+# --- detector ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "expected"),
+    [("stage", "execution", E), ("stage_type", " Reflection ", R), ("stage_marker", "PLANNING", P)],
+)
+def test_explicit_markers_name_the_stage(key: str, value: Any, expected: StageType) -> None:
+    found = detect(**{key: value})
+    assert (found.stage_type, found.signal) == (expected, DetectionSignal.EXPLICIT)
+    assert found.reason == f"explicit: metadata.{key}={expected.value}"
+
+
+def test_an_unknown_stage_marker_is_no_signal() -> None:
+    nothing(stage="lunch", stage_marker=3)
+
+
+def test_ace_signals_as_a_stage_name_or_an_object() -> None:
+    found = detect(ace_signal="reflection")
+    assert (found.stage_type, found.signal) == (R, DetectionSignal.ACE)
+    assert found.reason == "ace: metadata.ace_signal targets reflection"
+    found = detect(intervention={"target_stage": "verification", "type": "context_degradation"})
+    assert found.stage_type is V
+    assert found.reason == "ace: metadata.intervention targets verification (context_degradation)"
+    nothing(intervention={"type": "replan"})
+
+
+@pytest.mark.parametrize(
+    ("metadata", "expected", "reason"),
+    [
+        ({"kind": "tool_call"}, E, "action: metadata.kind=tool_call"),
+        ({"kind": "error"}, R, "action: metadata.kind=error"),
+        ({"kind": "check"}, V, "action: metadata.kind=check"),
+        ({"kind": "Test"}, V, "action: metadata.kind=test"),
+        ({"kind": "plan"}, P, "action: metadata.kind=plan"),
+        ({"tool": "web_search"}, E, "action: tool call (metadata.tool=web_search)"),
+        ({"tool_name": "bash"}, E, "action: tool call (metadata.tool_name=bash)"),
+    ],
+)
+def test_action_metadata(metadata: dict[str, Any], expected: StageType, reason: str) -> None:
+    found = detect(**metadata)
+    assert (found.stage_type, found.signal, found.reason) == (
+        expected,
+        DetectionSignal.ACTION,
+        reason,
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "expected", "label"),
+    [
+        ("Calling tool web_search with the query 'flights to Lisbon'.", E, "'calling tool'"),
+        ("I ran the command pytest -x on the repository.", E, "'ran command'"),
+        ("Executed the deployment to staging.", E, "'executed'"),
+        ("Lesson learned: always pin the dependency versions.", R, "'lesson learned'"),
+        ("The upload failed with a timeout.", R, "'failed'"),
+        ("A mistake: I used the wrong region.", R, "'mistake'"),
+        ("Test passed for the checkout flow.", V, "'test passed/failed'"),
+        ("Now check that the totals match the invoice.", V, "'check that'"),
+        ("Plan: gather the requirements, then draft the schema.", P, "'plan:'"),
+        ("We will first read the existing migrations.", P, "'we will first'"),
+        ("Step 1 is to list the tables.", P, "'step 1'"),
+    ],
+)
+def test_action_phrases_in_the_first_sentence(
+    content: str, expected: StageType, label: str
+) -> None:
+    found = detect(f"{content} Then more text follows here.")
+    assert (found.stage_type, found.signal) == (expected, DetectionSignal.ACTION)
+    assert found.reason.startswith(f"action: {label}")
+    assert "in the first sentence" in found.reason
+    assert found.confidence >= 0.6
+
+
+def test_a_strong_phrase_later_in_the_text_still_counts() -> None:
+    found = detect("The weather was fine today. Looking back, the lesson learned is to cache.")
+    assert (found.stage_type, found.confidence) == (R, 0.63)
+    assert "in the content" in found.reason
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "We met at noon and talked about many things. Someone mentioned an error once.",
+        "Our strategy failed.",  # planning and reflection tie: ambiguous
+        "No errors so far.",  # negated
+        "Without any validation the form still loads.",
+        "The planetary terror was executable and testing continued.",  # no whole-word match
+        "Just a status update for the team.",
+    ],
+)
+def test_weak_or_ambiguous_content_flips_nothing(content: str) -> None:
+    nothing(content)
+
+
+def test_the_stronger_stage_must_lead_by_a_margin() -> None:
+    # verification (0.9, "test failed") leads reflection (0.7, "failed") by 0.2
+    assert detect("The integration test failed on the payments module.").stage_type is V
+
+
+def test_time_moves_to_the_next_stage_of_the_cycle() -> None:
+    old = T0 - timedelta(seconds=1801)
+    found = detect(active=stage(P, old))
+    assert (found.stage_type, found.signal) == (E, DetectionSignal.TIME)
+    assert found.reason == "time: stage exceeded 1800 s (planning active for 1801 s)"
+    assert detect(active=stage(V, old)).stage_type is P  # the cycle wraps
+    nothing(active=stage(P, T0 - timedelta(seconds=1800)))
+    nothing(active=None)
+
+
+def test_precedence_explicit_then_ace_then_action_then_time() -> None:
+    old = stage(P, T0 - timedelta(hours=2))
+    everything = {"stage": "verification", "ace_signal": "reflection", "kind": "plan"}
+    content = "Calling tool grep on the logs."
+    assert detect(content, old, **everything).signal is DetectionSignal.EXPLICIT
+    del everything["stage"]
+    assert detect(content, old, **everything).signal is DetectionSignal.ACE
+    del everything["ace_signal"]
+    assert detect(content, old, **everything).stage_type is P  # metadata before content
+    assert detect(content, old).stage_type is E  # content before time
+    assert detect("Noted.", old).signal is DetectionSignal.TIME
+
+
+# --- lifecycle ---------------------------------------------------------------------------
+
+
+async def test_start_current_and_starting_the_next_stage(manager: StageManager) -> None:
+    assert await manager.current("t1") is None
+    planning = await manager.start("t1", "planning", agent_id="a1", session_id="s1")
+    assert (planning.status, planning.reason, planning.agent_id) == (
+        StageStatus.ACTIVE,
+        "explicit",
+        "a1",
+    )
+    assert await manager.current("t1") == planning
+    assert await manager.start("t1", P) == planning  # a repeated start keeps the stage
+
+    execution = await manager.start("t1", E)
+    assert execution.metadata == {"previous_stage_id": planning.id}
+    ended = await manager.get(planning.id)
+    assert ended.status is StageStatus.COMPLETED
+    assert ended.completed_at == execution.started_at
+    assert [s.id for s in await manager.stages_of("t1")] == [planning.id, execution.id]
+    assert await manager.current("t1") == execution
+    assert await manager.current("t2") is None
+    assert [s.id for s in await manager.pending_compression()] == [planning.id]
+
+
+async def test_start_refuses_an_unknown_stage_type(manager: StageManager) -> None:
+    with pytest.raises(InvalidParams) as caught:
+        await manager.start("t1", "lunch")
+    assert caught.value.details["errors"][0]["field"] == "stage_type"
+
+
+async def test_complete_is_idempotent_and_checks_the_task(manager: StageManager) -> None:
+    planning = await manager.start("t1", P)
+    with pytest.raises(StageNotFound):
+        await manager.complete("t1", "nope")
+    with pytest.raises(InvalidState):
+        await manager.complete("t2", planning.id)
+    done = await manager.complete("t1", planning.id)
+    assert (done.status, done.completed_at is not None) == (StageStatus.COMPLETED, True)
+    assert await manager.complete("t1", planning.id) == done
+    assert await manager.current("t1") is None
+    with pytest.raises(StageNotFound):
+        await manager.get("nope")
+
+
+async def test_the_loser_of_a_start_race_decides_again(
+    manager: StageManager, store: FakeStageStore
+) -> None:
+    await manager.start("t1", P)
+
+    def winner_starts(state: _State) -> None:
+        (active,) = [s for s in state.stages.values() if s.status is StageStatus.ACTIVE]
+        state.stages[active.id] = replace(active, status=StageStatus.COMPLETED, completed_at=T0)
+        state.stages["w"] = Stage("w", "t1", E, StageStatus.ACTIVE, T0 + timedelta(days=1))
+
+    store.before_add = winner_starts
+    assert (await manager.start("t1", E)).id == "w"  # the winner's stage has the wanted type
+    store.before_add = lambda state: None
+    reflection = await manager.start("t1", R)
+    assert reflection.metadata["previous_stage_id"] == "w"
+
+
+async def test_stage_memories_and_task_contexts_round_trip(manager: StageManager) -> None:
+    planning = await manager.start("t1", P)
+    await manager.complete("t1", planning.id)
+    record = StageMemory(
+        planning.id, "t1", "Chose Postgres.", ("pin versions",), ("budget is $5k",),
+        ("m1", "m2"), 10.2, {"retention": 1.0}, "extractive", False, 0.0, 400, 39, T0,
+    )  # fmt: skip
+    await manager.save_stage_memory(record)
+    assert await manager.stage_memory(planning.id) == record
+    assert await manager.stage_memories_of("t1") == [record]
+    assert await manager.pending_compression() == []
+    assert await manager.detail(planning.id) == (await manager.get(planning.id), record)
+    with pytest.raises(StageNotFound):
+        await manager.detail(planning.id, task_id="t2")
+    context = TaskContext("t1", "Planning done.", None, (planning.id,), ("budget",), {}, T0)
+    await manager.save_task_context(context)
+    assert await manager.task_context("t1") == context
+    assert await manager.task_context("t2") is None
+
+
+# --- stage_for ---------------------------------------------------------------------------
+
+
+async def test_stage_for_without_a_stage_or_a_signal_is_none(manager: StageManager) -> None:
+    assert await manager.stage_for("t1", memory("Noted.")) is None
+    assert await manager.current("t1") is None
+
+
+async def test_stage_for_returns_the_active_stage(manager: StageManager) -> None:
+    planning = await manager.start("t1", P)
+    assert await manager.stage_for("t1", memory("Noted.")) == planning.id
+    assert await manager.stage_for("t1", memory("Plan: read the docs.")) == planning.id
+
+
+async def test_a_tool_call_moves_planning_to_execution(manager: StageManager) -> None:
+    planning = await manager.start("t1", P)
+    trigger = memory("Calling tool search_flights for LIS.", kind="tool_call")
+    stage_id = await manager.stage_for("t1", trigger)
+    execution = await manager.get(stage_id or "")
+    assert (execution.stage_type, execution.reason) == (E, "action: metadata.kind=tool_call")
+    assert (execution.agent_id, execution.session_id) == ("a1", "s1")
+    assert execution.metadata == {
+        "signal": "action",
+        "confidence": 1.0,
+        "trigger_memory_id": trigger.id,
+        "previous_stage_id": planning.id,
+    }
+    assert (await manager.get(planning.id)).status is StageStatus.COMPLETED
+
+
+async def test_a_signal_starts_the_first_stage(manager: StageManager) -> None:
+    stage_id = await manager.stage_for("t1", memory("Plan: list the tables first."))
+    started = await manager.get(stage_id or "")
+    assert started.stage_type is P
+    assert started.reason.startswith("action: 'plan:'")
+
+
+async def test_time_based_transition_when_a_memory_arrives(
+    manager: StageManager, clock: FakeClock
+) -> None:
+    execution = await manager.start("t1", E)
+    clock.advance(1000)
+    assert await manager.stage_for("t1", memory("Noted.")) == execution.id
+    clock.advance(1000)
+    reflection = await manager.get(await manager.stage_for("t1", memory("Noted.")) or "")
+    assert reflection.stage_type is R
+    assert reflection.reason.startswith("time: stage exceeded 1800 s (execution active for 20")
+
+
+async def test_without_auto_transition_signals_are_ignored(
+    store: FakeStageStore, clock: FakeClock
+) -> None:
+    manager = StageManager(store, clock, auto_transition=False, default_duration_seconds=1)
+    assert await manager.stage_for("t1", memory(stage="execution")) is None
+    planning = await manager.start("t1", P)
+    clock.advance(60)
+    assert await manager.stage_for("t1", memory(stage="execution")) == planning.id
+    assert len(await manager.stages_of("t1")) == 1
+
+
+async def test_memory_manager_links_memories_to_the_stage(
+    services: Services, manager: StageManager
+) -> None:
+    retrieval = EnhancedRetrieval(
+        services.store, services.vectors, services.embedder, services.clock, 200
+    )
+    memories = MemoryManager(
+        services.store,
+        services.embedder,
+        services.sync,
+        retrieval,
+        services.clock,
+        max_content_length=500,
+        max_batch_size=10,
+        stages=manager,
+    )
+    planning = await manager.start("t1", P)
+    scope = ScopeIds(task_id="t1", agent_id="a1")
+    first = await memories.add(NewMemory("We need a cheap flight to Lisbon.", scope))
+    tool = await memories.add(NewMemory("search_flights LIS", scope, metadata={"tool": "search"}))
+    other = await memories.add(NewMemory("Unrelated note.", ScopeIds(agent_id="a1")))
+    execution = await manager.current("t1")
+    assert execution is not None
+    assert execution.stage_type is E
+    assert (first.stage_id, tool.stage_id, other.stage_id) == (planning.id, execution.id, None)
+
+
+# --- RPC ---------------------------------------------------------------------------------
+
+
+async def test_rpc_methods(manager: StageManager) -> None:
+    methods = stage_methods(manager)
+    endpoint = JsonRpcEndpoint({m.name: m for m in methods}, RpcMetrics(CollectorRegistry()))
+
+    async def call(method: str, **params: Any) -> Any:
+        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+        return await endpoint.handle(json.dumps(body).encode())
+
+    assert (await call("memory.stage.current", task_id="t1"))["result"] == {"stage": None}
+    first = (await call("memory.stage.start", task_id="t1", stage_type="planning"))["result"]
+    assert (first["stage"]["status"], first["previous_stage_id"]) == ("active", None)
+    second = (await call("memory.stage.start", task_id="t1", stage_type="execution"))["result"]
+    assert second["previous_stage_id"] == first["stage_id"]
+    current = (await call("memory.stage.current", task_id="t1"))["result"]["stage"]
+    assert (current["id"], current["stage_type"]) == (second["stage_id"], "execution")
+    got = (await call("memory.stage.get", stage_id=first["stage_id"]))["result"]
+    assert (got["stage"]["status"], got["stage_memory"]) == ("completed", None)
+
+    bad = await call("memory.stage.start", task_id="t1", stage_type="lunch")
+    assert bad["error"]["code"] == -32602
+    missing = await call("memory.stage.get", stage_id=first["stage_id"], task_id="t2")
+    assert missing["error"]["data"]["code"] == "STAGE_NOT_FOUND"
