@@ -23,6 +23,8 @@ from agentcore.config import Settings
 from agentcore.domain.clock import Clock, utcnow
 from agentcore.domain.errors import ConfigurationError
 from agentcore.domain.pricing import PriceTable
+from agentcore.services.compass import COMPRESS_STAGE, CompassService, CompassSettings
+from agentcore.services.compression import ContextCompressor
 from agentcore.services.compression_metrics import CompressionMetricsRecorder
 from agentcore.services.costs import CostTracker
 from agentcore.services.episodic import EpisodicMemoryService
@@ -65,6 +67,7 @@ class Container:
     costs: CostTracker
     compression_metrics: CompressionMetricsRecorder
     stages: StageManager
+    compass: CompassService
     health: HealthService
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
     closers: list[Probe] = field(default_factory=list)
@@ -195,6 +198,7 @@ async def _build(
             return await uow.outbox.count()
 
     health = HealthService(probes, "embedded" if settings.embedded else "production", pending)
+    tokens = BpeTokenCounter()  # one tokenizer for working memory and compression
     episodic = EpisodicMemoryService(
         uow_factory,
         memory,
@@ -205,7 +209,7 @@ async def _build(
     )
     working = WorkingMemoryService(
         build_working_store(settings, closers),
-        BpeTokenCounter(),
+        tokens,
         episodic,
         clock,
         max_tokens=settings.working_memory_max_tokens,
@@ -237,6 +241,25 @@ async def _build(
     job_handlers: dict[str, JobHandler] = {REPLAY_VECTORS: partial(_replay_vectors, sync)}
     jobs = build_job_queue(settings, job_handlers)
     closers.append(jobs.close)
+    metrics = CompressionMetricsRecorder(uow_factory, clock, registry)
+    compressor, paid_model = build_compressor(settings, closers, tokens)
+    compass = CompassService(
+        stages,
+        uow_factory,
+        compressor,
+        costs,
+        metrics,
+        jobs,
+        tokens,
+        clock,
+        CompassSettings(
+            auto_compress=settings.stage_completion_auto_compress,
+            stage_target_ratio=settings.stage_compression_ratio_target,
+            task_target_ratio=settings.task_compression_ratio_target,
+            paid_model=paid_model,
+        ),
+    )
+    job_handlers[COMPRESS_STAGE] = compass.run_compress_job
     return Container(
         settings=settings,
         engine=engine,
@@ -258,8 +281,9 @@ async def _build(
         jobs=jobs,
         job_handlers=job_handlers,
         costs=costs,
-        compression_metrics=CompressionMetricsRecorder(uow_factory, clock, registry),
+        compression_metrics=metrics,
         stages=stages,
+        compass=compass,
         registry=registry,
         health=health,
         closers=closers,
@@ -282,6 +306,30 @@ async def _replay_vectors(sync: VectorSync, _: dict[str, Any]) -> dict[str, Any]
     replayed = await sync.replay()
     await sync.flush()
     return {"replayed": replayed}
+
+
+def build_compressor(
+    settings: Settings, closers: list[Probe], tokens: BpeTokenCounter
+) -> tuple[ContextCompressor, str | None]:
+    """The compressor and, when an LLM compresses, the model that is paid for."""
+    from agentcore.adapters.compressors.extractive import ExtractiveEngine
+
+    extractive = ExtractiveEngine(tokens)
+    threshold = settings.compression_quality_threshold
+    choice = settings.compression_engine
+    if choice == "auto":
+        choice = "extractive" if settings.openai_api_key is None else "llm"
+    if choice == "extractive":
+        return ContextCompressor(extractive, tokens, quality_threshold=threshold), None
+    from agentcore.adapters.compressors.llm import LLMEngine
+
+    client = _openai_client(settings, "COMPRESSION_ENGINE=llm")
+    closers.append(client.close)
+    engine = LLMEngine(client, settings.compression_model)
+    compressor = ContextCompressor(
+        engine, tokens, fallback_engine=extractive, quality_threshold=threshold
+    )
+    return compressor, settings.compression_model
 
 
 def build_working_store(settings: Settings, closers: list[Probe]) -> WorkingMemoryStore:

@@ -70,6 +70,9 @@ class Settings(BaseSettings):
     procedural_memory_min_occurrences: int = Field(3, ge=1)
 
     # COMPASS compression and stages.
+    # extractive (no LLM), llm (COMPRESSION_MODEL over the OpenAI API, extractive fallback),
+    # auto: llm when OPENAI_API_KEY is set.
+    compression_engine: Literal["auto", "extractive", "llm"] = "auto"
     stage_compression_ratio_target: float = Field(10.0, gt=1)
     task_compression_ratio_target: float = Field(5.0, gt=1)
     compression_quality_threshold: float = Field(0.95, ge=0, le=1)

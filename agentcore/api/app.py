@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 16 * 1024 * 1024
 WORKING_SWEEP_SECONDS = 60.0  # idle working-memory sessions move to the episodic layer
+PENDING_STAGES_SECONDS = 5.0  # stages that ended by an automatic transition get compressed
 
 
 async def _every(
@@ -72,6 +73,10 @@ def create_app(
             asyncio.create_task(
                 _every(WORKING_SWEEP_SECONDS, container.working.sweep_idle, stop),
                 name="working-memory-sweep",
+            ),
+            asyncio.create_task(
+                _every(PENDING_STAGES_SECONDS, container.compass.compress_pending, stop),
+                name="stage-compression",
             ),
         ]
         try:

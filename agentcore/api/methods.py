@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 from agentcore.api import cursor, schemas
 from agentcore.api import params as p
+from agentcore.api.compass import compass_methods
 from agentcore.api.costs import cost_methods
 from agentcore.api.episodic import episodic_methods
 from agentcore.api.jobs import job_methods
@@ -218,6 +219,7 @@ def build_methods(c: Container, discover: Callable[[], dict[str, Any]]) -> dict[
     table += job_methods(c.jobs)
     table += cost_methods(c.costs)
     table += stage_methods(c.stages)
+    table += compass_methods(c.compass)
     return {method.name: method for method in table}
 
 

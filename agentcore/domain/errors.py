@@ -100,3 +100,14 @@ class BudgetExceeded(AgentCoreError):
 
 class Conflict(AgentCoreError):
     code = "CONFLICT"
+
+
+def error_from_code(code: str, message: str) -> AgentCoreError:
+    """The error of that stable code (e.g. carried in a background job's status)."""
+    pending: list[type[AgentCoreError]] = [AgentCoreError]
+    while pending:
+        cls = pending.pop()
+        if cls.code == code:
+            return cls(message)
+        pending.extend(cls.__subclasses__())
+    return AgentCoreError(message)

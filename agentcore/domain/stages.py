@@ -158,7 +158,7 @@ PHRASES = (
     _p(_P, "we will first", r"\b(?:we|i)\s+(?:will|'ll|shall)\s+first\b", STRONG),
     _p(_P, "first, we will", r"\bfirst,?\s+(?:we|i)\s+(?:will|'ll|need\s+to|should)\b", STRONG),
     _p(_P, "let's plan", r"\b(?:let's|let\s+us)\s+plan\b", STRONG),
-    _p(_P, "step 1", r"\bstep\s*(?:1|one)\b", KEYWORD),
+    _p(_P, "step 1:", r"^\s*step\s*(?:1|one)\s*[:.)-]", KEYWORD),  # a numbered plan opens
     _p(_P, "strategy", r"\bstrateg(?:y|ies)\b", KEYWORD),
     _p(
         _E,

@@ -277,7 +277,7 @@ def test_action_metadata(metadata: dict[str, Any], expected: StageType, reason: 
         ("Now check that the totals match the invoice.", V, "'check that'"),
         ("Plan: gather the requirements, then draft the schema.", P, "'plan:'"),
         ("We will first read the existing migrations.", P, "'we will first'"),
-        ("Step 1 is to list the tables.", P, "'step 1'"),
+        ("Step 1: list the tables.", P, "'step 1:'"),
     ],
 )
 def test_action_phrases_in_the_first_sentence(
@@ -533,3 +533,10 @@ async def test_rpc_methods(manager: StageManager) -> None:
     assert bad["error"]["code"] == -32602
     missing = await call("memory.stage.get", stage_id=first["stage_id"], task_id="t2")
     assert missing["error"]["data"]["code"] == "STAGE_NOT_FOUND"
+
+
+def test_a_step_number_inside_a_report_is_not_a_plan() -> None:
+    detector = StageDetector(default_duration_seconds=1800)
+    report = memory("Ran the bisect step 1: commit 1 builds and the totals are wrong.")
+    detection = detector.detect(report, None, T0)
+    assert detection is None or detection.stage_type is not StageType.PLANNING

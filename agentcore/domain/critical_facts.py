@@ -1,0 +1,496 @@
+"""Critical facts of a text, and the checks a compression must pass (FR-3.3). Pure English
+heuristics, no model: the same rules for every engine, so a summary is judged the same way
+whoever wrote it.
+
+A **critical fact** is a clause a reader must not lose: a standing constraint ("must",
+"never"/"always" + a present-tense verb, "do not ...", "required", "deadline", a numeric limit
+such as "at most 3", a date as a deadline: "by Friday", "until 3 May"), a decision ("decided
+to ..."), the fix of an error mentioned just before, an essential identifier (a money amount,
+a URL, an e-mail address), or any sentence of a memory flagged critical. Epistemic and
+narrative uses are not constraints: "that must be hard", "I've always wanted...", "I never
+thought...", "we met on 3 May". Questions state nothing and hold no fact.
+
+A fact is **retained** by a summary when one summary sentence, or two adjacent ones, hold at
+least ``MIN_COVERAGE`` of the fact's content words (lowercase, crudely stemmed, stopwords
+removed), every number of the fact exactly, and a negation if the fact has one.
+
+A summary **contradicts** its source when one of its clauses is aligned with source clauses
+(they share at least two content words and ``ALIGNMENT`` of the smaller clause's words) and
+every aligned source clause has the opposite polarity (an odd versus even count of negations:
+"never", "not", "no"...), or states different numbers than all of them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+MIN_COVERAGE = 0.8
+ALIGNMENT = 0.75
+
+
+def _word_set(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
+_SENTENCE = re.compile(r"(?<=[.!?…])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])|\n+")
+_ABBREVIATION = re.compile(r"\b(?:[A-Z]|Mr|Mrs|Ms|Dr|Prof|St|vs|etc|e\.g|i\.e|approx|No)\.$")
+_CLAUSE = re.compile(r"\s*(?:[,;:](?=\s)|\s[-–—](?=\s))\s*")
+_TOKEN = re.compile(r"[A-Za-z0-9$€£]+(?:['’.:/@-][A-Za-z0-9]+)*")
+_NUMBER_WORDS = {
+    "zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
+    "seven": "7", "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12",
+}  # fmt: skip
+_NEGATIONS = {"not", "no", "never", "none", "nothing", "nobody", "neither", "nor", "without"}
+_STOPWORDS = _word_set(
+    "a an the and or but if then so as of at by for from in into on onto to with about over "
+    "under up down out off again further once here there when where why how all any both each "
+    "few more most other some such own same than too very can will just should now i me my "
+    "myself we our ours you your yours he him his she her hers it its they them their theirs "
+    "what which who whom this that these those am is are was were be been being have has had "
+    "having do does did doing would could might may shall also really it's i'm i've i'll i'd "
+    "you're you've that's there's let's oh yeah yes hey hi wow okay ok well like get got "
+    "gonna wanna lot lots thing things something anything everything much many even still "
+    "though although because while during before after since until actually basically "
+    "literally totally honestly definitely absolutely kinda super"
+)
+_FILLER = re.compile(
+    r"\b(?:really|just|actually|basically|literally|totally|honestly|definitely|absolutely|"
+    r"kinda|super|kind of|sort of|you know|i mean)\b\s*",
+    re.IGNORECASE,
+)
+_INTERJECTION = re.compile(
+    r"^(?:(?:hey|hi|hello|oh|ooh|wow|whoa|yeah|yep|yes|ok|okay|well|haha|hah|lol|omg|aw+|"
+    r"thanks|thank you|sure|great|cool|nice|awesome|amazing|ah|um|uh|hmm)"
+    r"(?:\s+[A-Z][a-z]+)?\s*[,!.…]+\s*)+",
+    re.IGNORECASE,
+)
+_SUBORDINATOR = re.compile(
+    r"^(?:if|unless|when|whenever|until|before|after|because|since|although|though|while|"
+    r"once|as long as|in case|otherwise|except|so that|or else|by|within|no later than)\b",
+    re.IGNORECASE,
+)
+_PARTICIPLE_IRREGULAR = _word_set(
+    "done made kept set sent paid built held put run shut met read written taken given seen "
+    "known shown brought bought told left found got gotten had"
+)
+_PAST_IRREGULAR = _word_set(
+    "was were had did went thought knew saw got made felt said told took came became found "
+    "gave heard left met ran won wrote understood forgot imagined dreamed been"
+)
+_NOT_RULE_AFTER = _word_set(
+    "be been being there here so too very a an the my your our his her their it that this "
+    "mind ever again"
+)
+_NOT_IMPERATIVE = _word_set("worry mind know think care feel be get")
+_ADVERBS = _word_set("really just also still ever even truly")
+_KEYWORDS = re.compile(
+    r"\b(?:required|mandatory|compulsory|prohibited|forbidden|not allowed|"
+    r"not permitted|deadline|due (?:by|on|date)|no later than|allergic to|allergy)\b",
+    re.IGNORECASE,
+)
+_LIMIT = re.compile(
+    r"\b(?:at most|at least|no more than|no less than|not more than|(?:not |never )?exceeds?|"
+    r"maximum(?: of)?|minimum(?: of)?|max|min|up to|limit(?:ed)? (?:of|to|is)|capped at|"
+    r"budget (?:of|is))\s+(?:\$|€|£)?(?:\d|(?:" + "|".join(_NUMBER_WORDS) + r")\b)",
+    re.IGNORECASE,
+)
+_DECISION = re.compile(
+    r"\b(?:decided|decision (?:is|was) to|agreed (?:to|on|that)|(?:we|i)(?:'ll| will) "
+    r"go with|chose to|opted (?:to|for)|settled on|the plan is)\b",
+    re.IGNORECASE,
+)
+_FIX = re.compile(
+    r"\b(?:fixed|fixes|fix (?:is|was)|resolved|solved|workaround|the solution|worked around|"
+    r"patched|root cause)\b",
+    re.IGNORECASE,
+)
+ERROR_MARKER = re.compile(
+    r"\b(?:errors?|exceptions?|failed|failure|failing|traceback|timeout|timed out|crash(?:ed)?|"
+    r"bug|broke|broken|refused|denied|[A-Z]\w+(?:Error|Exception))\b",
+    re.IGNORECASE,
+)
+_MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
+_DAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
+_DATE = (
+    rf"(?:\d{{4}}-\d{{2}}-\d{{2}}|{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?\b|"
+    rf"\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}|{_DAY}|tomorrow|tonight|noon|midnight|"
+    r"(?:the )?end of (?:the )?(?:day|week|month|quarter|year|sprint))"
+)
+# A date is critical as a deadline or a start ("by Friday", "until 3 May"), not as the date
+# something happened ("we met on 3 May").
+_DEADLINE = re.compile(
+    rf"\b(?:by|until|till|before|due(?: on| by)?|no later than|starting|effective|"
+    rf"expires?(?: on)?)\s+(?:the\s+|next\s+|this\s+)?{_DATE}",
+    re.IGNORECASE,
+)
+_IDENTIFIER = re.compile(
+    r"(?:[$€£]\s?\d|\b\d[\d,.]*\s?(?:usd|eur|gbp|dollars|euros)\b|https?://\S+|"
+    r"\b[\w.+-]+@[\w-]+\.[\w.]+\b)",
+    re.IGNORECASE,
+)
+
+
+class FactKind(StrEnum):
+    FLAGGED = "flagged"  # the memory was stored with critical=true
+    CONSTRAINT = "constraint"
+    DECISION = "decision"
+    ERROR_FIX = "error_fix"
+    IDENTIFIER = "identifier"
+    MODEL = "model"  # named critical by the compression model (LLM engine)
+
+
+# Which facts win the budget first when not all fit.
+PRIORITY = (
+    FactKind.FLAGGED,
+    FactKind.CONSTRAINT,
+    FactKind.ERROR_FIX,
+    FactKind.DECISION,
+    FactKind.IDENTIFIER,
+    FactKind.MODEL,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Passage:
+    """One source text: a memory of a stage, or a stage summary of a task."""
+
+    id: str
+    text: str
+    flagged: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CriticalFact:
+    content: str
+    kind: FactKind
+    source_ids: tuple[str, ...]
+    position: tuple[int, int] = (0, 0)  # (passage index, sentence index): chronological order
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "content": self.content,
+            "kind": self.kind.value,
+            "source_ids": list(self.source_ids),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Terms:
+    """What the checks compare: content stems, exact numbers, and the count of negations."""
+
+    words: frozenset[str]
+    numbers: frozenset[str]
+    negations: int
+
+
+@dataclass(frozen=True, slots=True)
+class Contradiction:
+    summary_clause: str
+    source_clause: str
+    kind: str  # "negation" | "number"
+
+
+def split_sentences(text: str) -> list[str]:
+    parts: list[str] = []
+    for piece in _SENTENCE.split(text.strip()):
+        piece = piece.strip()
+        if not piece:
+            continue
+        if parts and _ABBREVIATION.search(parts[-1]):
+            parts[-1] = f"{parts[-1]} {piece}"
+        else:
+            parts.append(piece)
+    return parts
+
+
+def split_clauses(sentence: str) -> list[str]:
+    return [sentence[start:end] for start, end in _clause_spans(sentence)]
+
+
+def _clause_spans(sentence: str) -> list[tuple[int, int]]:
+    spans, start = [], 0
+    for separator in [*_CLAUSE.finditer(sentence), None]:
+        end = len(sentence) if separator is None else separator.start()
+        if sentence[start:end].strip():
+            spans.append((start, end))
+        start = len(sentence) if separator is None else separator.end()
+    return spans
+
+
+def tokens(text: str) -> list[str]:
+    """Lowercase word tokens; "don't" becomes "do", "not", "we'll" "we"; number words become
+    digits."""
+    out: list[str] = []
+    for raw in _TOKEN.findall(text.replace("’", "'")):
+        token = raw.lower().strip("$€£")
+        if token in ("cannot", "can't", "won't"):
+            out += ["can" if token != "won't" else "will", "not"]
+        elif token.endswith("n't"):
+            out += [token[:-3], "not"]
+        elif token.endswith(("'s", "'d", "'m")):
+            out.append(token[:-2])
+        elif token.endswith(("'ll", "'re", "'ve")):
+            out.append(token[:-3])
+        elif token:
+            out.append(_NUMBER_WORDS.get(token, token))
+    return out
+
+
+def stem(word: str) -> str:
+    """A crude, consistent stemmer: "fixes", "fixed", "fixing" → "fix"; "likes" → "lik"."""
+    for suffix, replacement in (("ies", "y"), ("ied", "y"), ("ing", ""), ("ed", ""), ("s", "")):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not word.endswith("ss"):
+            word = word[: -len(suffix)] + replacement
+            break
+    if len(word) > 3 and word[-1] == "e":
+        word = word[:-1]
+    if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "lsz":
+        word = word[:-1]
+    return word
+
+
+def terms(text: str) -> Terms:
+    """The comparable content of ``text``; interjections and fillers (what ``compact`` drops)
+    do not count, so a fact and its compacted form have the same terms."""
+    words, numbers, negations = set(), set(), 0
+    for token in tokens(_strip_filler(text)):
+        if token in _NEGATIONS:
+            negations += 1
+        elif any(ch.isdigit() for ch in token):
+            numbers.add(token)
+        elif token not in _STOPWORDS and len(token) > 1:
+            words.add(stem(token))
+    return Terms(frozenset(words), frozenset(numbers), negations)
+
+
+def compact(text: str) -> str:
+    """``text`` without leading interjections ("Hey Mel!", "Wow,") and filler words ("really",
+    "you know"). Negations, modals, numbers and content words are never removed."""
+    out = _strip_filler(text)
+    if out and out[0].islower() and text[:1].isupper():
+        out = out[0].upper() + out[1:]
+    content = terms(out)
+    return out if content.words or content.numbers else ""
+
+
+def _strip_filler(text: str) -> str:
+    out = _FILLER.sub("", _INTERJECTION.sub("", text.strip()))
+    out = re.sub(r"\s+([,.!?;:])", r"\1", re.sub(r"\s{2,}", " ", out))
+    out = re.sub(r"([,;:])(?:\s*[,;:])+", r"\1", out)
+    return re.sub(r"[,;:]+([.!?…])", r"\1", out).strip(" ,;:-")
+
+
+def extract_critical_facts(passages: Sequence[Passage]) -> list[CriticalFact]:
+    """The critical facts of ``passages`` in order, duplicates merged (see the module doc)."""
+    facts: list[CriticalFact] = []
+    recent_error = -10
+    for p_index, passage in enumerate(passages):
+        for s_index, sentence in enumerate(split_sentences(passage.text)):
+            position = (p_index, s_index)
+            if ERROR_MARKER.search(sentence):
+                recent_error = p_index
+            if passage.flagged:
+                if compact(sentence):
+                    facts.append(CriticalFact(sentence, FactKind.FLAGGED, (passage.id,), position))
+                continue
+            if _FIX.search(sentence) and p_index - recent_error <= 3:
+                facts.append(CriticalFact(sentence, FactKind.ERROR_FIX, (passage.id,), position))
+                continue
+            if sentence.rstrip().endswith("?"):
+                continue  # a question states nothing
+            for content, kind in _sentence_facts(sentence):
+                facts.append(CriticalFact(content, kind, (passage.id,), position))
+    return merge_duplicates(facts)
+
+
+def _sentence_facts(sentence: str) -> list[tuple[str, FactKind]]:
+    spans = _clause_spans(sentence)
+    clauses = [sentence[a:b] for a, b in spans]
+    found: list[tuple[str, FactKind]] = []
+    taken: set[int] = set()
+    for index, clause in enumerate(clauses):
+        kind = _clause_kind(clause)
+        if kind is None or index in taken:
+            continue
+        start, end = index, index + 1
+        # A condition or deadline attached to the clause belongs to the fact.
+        if start > 0 and _SUBORDINATOR.match(clauses[start - 1]):
+            start -= 1
+        while end < len(clauses) and (
+            _SUBORDINATOR.match(clauses[end]) or len(clauses[end].split()) < 3
+        ):
+            end += 1
+        taken.update(range(start, end))
+        text = sentence[spans[start][0] : spans[end - 1][1]].strip()
+        if end == len(clauses):
+            text = sentence[spans[start][0] :].strip()  # with its closing punctuation
+        found.append((text, kind))
+    return found
+
+
+def _clause_kind(clause: str) -> FactKind | None:
+    if _is_constraint(clause):
+        return FactKind.CONSTRAINT
+    if _DECISION.search(clause):
+        return FactKind.DECISION
+    if _IDENTIFIER.search(clause):
+        return FactKind.IDENTIFIER
+    return None
+
+
+def _is_constraint(clause: str) -> bool:
+    if _KEYWORDS.search(clause) or _LIMIT.search(clause) or _DEADLINE.search(clause):
+        return True
+    raw = [w for w in re.findall(r"[A-Za-z']+", clause.replace("’", "'")) if w.lower() != "please"]
+    words = [w.lower() for w in raw]
+    if words[:1] in (["never"], ["don't"]) or words[:2] == ["do", "not"]:
+        verb = words[2 if words[0] == "do" else 1 : 3 if words[0] == "do" else 2]
+        return bool(verb) and verb[0] not in _NOT_IMPERATIVE and _base_form(verb[0])
+    return any(_is_rule_word(raw, words, i) for i, w in enumerate(words) if w in _RULE_WORDS)
+
+
+_RULE_WORDS = frozenset({"must", "mustn't", "never", "always"})
+# Who may hold a standing rule ("I always...", "you must never..."), or a modal of obligation.
+_RULE_SUBJECTS = _word_set(
+    "i we you he she they one everyone everybody nobody should shall will 'll must"
+)
+
+
+def _is_rule_word(raw: list[str], words: list[str], i: int) -> bool:
+    """Whether ``words[i]`` ("must", "never", "always") states a rule rather than a guess, a
+    habit of a thing or a memory: "must be hard", "I've never been", "always wanted", "that
+    always helps" are not rules; "I always check", "never deploy", "Jo never eats meat" are."""
+    after = [w for w in words[i + 1 :] if w not in _ADVERBS]
+    nxt = after[0] if after else ""
+    if words[i] in ("must", "mustn't"):
+        if words[i] == "mustn't" or nxt == "not":
+            return True
+        if nxt in ("say", "admit", "confess", "mean", "feel", "know", "love"):
+            return False
+        second = after[1] if len(after) > 1 else ""
+        if nxt == "be":
+            return _participle(second)
+        if nxt == "have":
+            return not (second == "been" or _participle(second))
+        return bool(nxt)
+    before = words[i - 1] if i > 0 else ""
+    before = before if "'" not in before else "'" + before.split("'", 1)[1]
+    # "Jo never...": a name, not a capitalized first word such as "That" or "Painting".
+    named = i > 0 and raw[i - 1][:1].isupper() and before not in _STOPWORDS
+    named = named and not before.endswith("ing")
+    if i > 0 and before not in _RULE_SUBJECTS and not named:
+        return False
+    return nxt not in _NOT_RULE_AFTER and _base_form(nxt)
+
+
+def _base_form(verb: str) -> bool:
+    """A present-tense or base verb, as far as spelling tells: not "went", "tried", "going"."""
+    if not verb or verb in _PAST_IRREGULAR or verb.endswith("ing"):
+        return False
+    return not (verb.endswith("ed") and len(verb) > 4)
+
+
+def _participle(word: str) -> bool:
+    return word in _PARTICIPLE_IRREGULAR or (len(word) > 4 and word.endswith(("ed", "en")))
+
+
+def merge_duplicates(facts: Sequence[CriticalFact]) -> list[CriticalFact]:
+    """Facts that another fact retains (a repeated or restated rule) merge into it: the one
+    that says more keeps its content, the earlier its position; sources are joined."""
+    kept: list[CriticalFact] = []
+    kept_terms: list[Terms] = []
+    for fact in facts:
+        t = terms(fact.content)
+        for index, other in enumerate(kept_terms):
+            if t.negations % 2 != other.negations % 2:
+                continue
+            wider = None if not covered(t, other) else kept[index]
+            if wider is None and covered(other, t):
+                wider, kept_terms[index] = fact, t
+            if wider is not None:
+                first = kept[index]
+                ids = tuple(dict.fromkeys((*first.source_ids, *fact.source_ids)))
+                kind = min(first.kind, fact.kind, key=PRIORITY.index)
+                kept[index] = CriticalFact(wider.content, kind, ids, first.position)
+                break
+        else:
+            kept.append(fact)
+            kept_terms.append(t)
+    return kept
+
+
+def covered(fact: Terms, window: Terms) -> bool:
+    """Whether ``window`` (summary text) keeps ``fact`` (see the module doc)."""
+    if not fact.numbers <= window.numbers or (fact.negations and not window.negations):
+        return False
+    if not fact.words:
+        return bool(fact.numbers) or fact.negations > 0
+    return len(fact.words & window.words) >= MIN_COVERAGE * len(fact.words)
+
+
+def missing_facts(facts: Sequence[str], summary: str) -> list[str]:
+    """The facts (as given) that ``summary`` does not retain."""
+    sentences = [terms(s) for s in split_sentences(summary)]
+    windows = sentences + [
+        Terms(a.words | b.words, a.numbers | b.numbers, a.negations + b.negations)
+        for a, b in itertools.pairwise(sentences)
+    ]
+    return [f for f in facts if not any(covered(terms(f), w) for w in windows)]
+
+
+def retention(facts: Sequence[str], summary: str) -> float:
+    """Share of ``facts`` retained by ``summary``; 1.0 when there are none."""
+    if not facts:
+        return 1.0
+    return 1 - len(missing_facts(facts, summary)) / len(facts)
+
+
+class SourceIndex:
+    """The source clauses of one compression, indexed by word, to check summaries against."""
+
+    def __init__(self, texts: Iterable[str]) -> None:
+        self._clauses: list[tuple[str, Terms]] = []
+        self._by_word: dict[str, list[int]] = {}
+        for text in texts:
+            for sentence in split_sentences(text):
+                for clause in split_clauses(sentence):
+                    t = terms(clause)
+                    if len(t.words) < 2:
+                        continue
+                    for word in t.words:
+                        self._by_word.setdefault(word, []).append(len(self._clauses))
+                    self._clauses.append((clause, t))
+
+    def contradictions(self, summary: str) -> list[Contradiction]:
+        found: list[Contradiction] = []
+        for sentence in split_sentences(summary):
+            for clause in split_clauses(sentence):
+                problem = self._check(clause, terms(clause))
+                if problem is not None:
+                    found.append(problem)
+        return found
+
+    def _check(self, clause: str, t: Terms) -> Contradiction | None:
+        if len(t.words) < 2:
+            return None
+        candidates = {i for word in t.words for i in self._by_word.get(word, ())}
+        aligned = []
+        for i in sorted(candidates):
+            source = self._clauses[i][1]
+            shared = len(t.words & source.words)
+            if shared >= 2 and shared >= ALIGNMENT * min(len(t.words), len(source.words)):
+                aligned.append(i)
+        if not aligned:
+            return None
+        sources = [self._clauses[i][1] for i in aligned]
+        first = self._clauses[aligned[0]][0]
+        if all(s.negations % 2 != t.negations % 2 for s in sources):
+            return Contradiction(clause, first, "negation")
+        numbered = [s for s in sources if s.numbers]
+        if t.numbers and numbered and all(not t.numbers <= s.numbers for s in numbered):
+            return Contradiction(clause, first, "number")
+        return None

@@ -1,0 +1,376 @@
+"""COMPASS orchestration: a completed stage is compressed (as a background job) into its stage
+memory, and the task's progress brief is kept over its stage memories.
+
+- ``complete_stage`` marks the stage completed and, with STAGE_COMPLETION_AUTO_COMPRESS (BR-7),
+  submits the compression job; it waits for the result unless asked not to.
+- ``compress_stage`` (the job) compresses ONE stage's raw memories (BR-8), records the model's
+  cost and the compression metrics, and saves the stage memory; it is idempotent, so a job run
+  twice or a stage picked up by several replicas is compressed once. Raw memories stay stored and
+  linked to their stage (NFR-DR5).
+- Stages that ended without a call to ``complete_stage`` (an automatic transition, or a new
+  ``memory.stage.start``) are compressed by ``compress_pending``, which the service runs
+  periodically.
+- ``task_progress`` compresses the completed stages' summaries into the progress brief (5:1)
+  when a stage was added since the last brief; ``task_context`` serves any of the three levels
+  within an optional token budget.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from agentcore.domain.clock import Clock
+from agentcore.domain.critical_facts import CriticalFact, FactKind
+from agentcore.domain.errors import (
+    Conflict,
+    InvalidParams,
+    InvalidState,
+    TaskNotFound,
+    error_from_code,
+)
+from agentcore.domain.stages import Stage, StageMemory, StageStatus, TaskContext
+from agentcore.services.compression import (
+    Aggressiveness,
+    CompressionItem,
+    CompressionResult,
+    ContextCompressor,
+    StageSummary,
+)
+from agentcore.services.compression_metrics import CompressionMetricsRecorder
+from agentcore.services.costs import COMPRESSION_STAGE, COMPRESSION_TASK, CostTracker
+from agentcore.services.jobs import JobQueue, JobState
+from agentcore.services.ports import UnitOfWorkFactory
+from agentcore.services.stages import StageManager
+from agentcore.services.working_memory import TokenCounter
+
+log = logging.getLogger(__name__)
+
+COMPRESS_STAGE = "compass.compress_stage"  # job kind
+RESUBMIT_SECONDS = 60.0  # a pending stage's job is submitted again only after this long
+Level = Literal["raw", "stage", "task"]
+
+
+@dataclass(frozen=True, slots=True)
+class CompassSettings:
+    auto_compress: bool = True
+    stage_target_ratio: float = 10.0
+    task_target_ratio: float = 5.0
+    wait_seconds: float = 60.0  # how long complete_stage waits for its job
+    paid_model: str | None = None  # the compression model when an LLM engine compresses
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    stage: Stage
+    stage_memory: StageMemory | None = None
+    job_id: str | None = None  # set when the caller did not wait, or the job is still running
+
+
+@dataclass(frozen=True, slots=True)
+class ContextView:
+    """The task's context at one level: ``text`` within ``max_tokens`` when a budget was given."""
+
+    task_id: str
+    level: Level
+    text: str
+    token_count: int
+    truncated: bool
+    items: list[dict[str, Any]]
+
+
+class CompassService:
+    def __init__(
+        self,
+        stages: StageManager,
+        uow_factory: UnitOfWorkFactory,
+        compressor: ContextCompressor,
+        costs: CostTracker,
+        metrics: CompressionMetricsRecorder,
+        jobs: JobQueue,
+        tokens: TokenCounter,
+        clock: Clock,
+        settings: CompassSettings,
+    ) -> None:
+        self._stages = stages
+        self._uow_factory = uow_factory
+        self._compressor = compressor
+        self._costs = costs
+        self._metrics = metrics
+        self._jobs = jobs
+        self._tokens = tokens
+        self._clock = clock
+        self._settings = settings
+        self._submitted: dict[str, float] = {}  # stage id → when its job was last submitted
+
+    async def complete_stage(self, task_id: str, stage_id: str, *, wait: bool = True) -> Completion:
+        stage = await self._stages.complete(task_id, stage_id)
+        existing = await self._stages.stage_memory(stage.id)
+        if existing is not None or not self._settings.auto_compress:
+            return Completion(stage, existing)
+        job_id = await self._jobs.submit(COMPRESS_STAGE, {"stage_id": stage.id})
+        if not wait:
+            return Completion(stage, job_id=job_id)
+        status = await self._jobs.wait(job_id, self._settings.wait_seconds)
+        if status.state is JobState.FAILED:
+            error = status.error or {}
+            raise error_from_code(
+                str(error.get("code", "INTERNAL_ERROR")),
+                str(error.get("message", "stage compression failed")),
+            )
+        if status.state is not JobState.SUCCEEDED:
+            return Completion(stage, job_id=job_id)
+        return Completion(stage, await self._stages.stage_memory(stage.id), job_id)
+
+    async def compress_stage(self, stage_id: str) -> StageMemory:
+        """The stage memory of a completed stage, compressing it first if it has none."""
+        stage = await self._stages.get(stage_id)
+        if stage.status is not StageStatus.COMPLETED:
+            raise InvalidState(f"stage {stage_id} is still active; complete it first")
+        existing = await self._stages.stage_memory(stage_id)
+        if existing is not None:
+            return existing
+        async with self._uow_factory(read_only=True) as uow:
+            raw = await uow.memories.in_stage(stage_id)
+        items = [
+            CompressionItem(m.id, m.content, m.critical, m.created_at, m.metadata, m.stage_id)
+            for m in raw
+        ]
+        await self._check_budget(sum(self._tokens.count(i.content) for i in items))
+        result = await self._compressor.compress_stage(
+            items,
+            target_ratio=self._settings.stage_target_ratio,
+            aggressiveness=await self._signals(stage, items),
+        )
+        cost = await self._record_cost(result, COMPRESSION_STAGE, stage.agent_id, stage.task_id)
+        memory = _stage_memory(stage, result, [m.id for m in raw], cost, self._clock())
+        try:
+            await self._stages.save_stage_memory(memory)
+        except Conflict:  # compressed meanwhile by another job: that one stands
+            saved = await self._stages.stage_memory(stage_id)
+            if saved is not None:
+                return saved
+            raise
+        await self._metrics.record(
+            level="stage",
+            task_id=stage.task_id,
+            stage_id=stage.id,
+            input_tokens=result.input_tokens,
+            output_tokens=result.output_tokens,
+            ratio=result.ratio,
+            retention=result.retention,
+            engine=result.engine,
+            fallback=result.fallback,
+            cost_usd=cost,
+        )
+        return memory
+
+    async def compress_pending(self, limit: int = 20) -> int:
+        """Submit compression jobs for completed stages without a stage memory."""
+        if not self._settings.auto_compress:
+            return 0
+        now = time.monotonic()
+        pending = [
+            stage
+            for stage in await self._stages.pending_compression(limit)
+            if now - self._submitted.get(stage.id, -RESUBMIT_SECONDS) >= RESUBMIT_SECONDS
+        ]
+        for stage in pending:
+            await self._jobs.submit(COMPRESS_STAGE, {"stage_id": stage.id})
+            self._submitted[stage.id] = now
+        for stage_id in [
+            k for k, at in self._submitted.items() if now - at > 10 * RESUBMIT_SECONDS
+        ]:
+            del self._submitted[stage_id]
+        return len(pending)
+
+    async def run_compress_job(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """The job handler of ``COMPRESS_STAGE``."""
+        stage_id = payload.get("stage_id")
+        if not isinstance(stage_id, str):
+            raise InvalidParams("the job needs a stage_id")
+        memory = await self.compress_stage(stage_id)
+        return {"stage_id": memory.stage_id, "compression_ratio": memory.compression_ratio}
+
+    async def task_progress(self, task_id: str) -> TaskContext:
+        """The task's progress brief over its completed stages, refreshed when a stage was
+        compressed since the last brief."""
+        stages = await self._stages.stages_of(task_id)
+        if not stages:
+            raise TaskNotFound(f"task {task_id} has no stages")
+        memories = {m.stage_id: m for m in await self._stages.stage_memories_of(task_id)}
+        done = [s for s in stages if s.id in memories]
+        current = next((s.id for s in stages if s.status is StageStatus.ACTIVE), None)
+        known = await self._stages.task_context(task_id)
+        done_ids = tuple(s.id for s in done)
+        if known is not None and known.completed_stage_ids == done_ids:
+            if known.current_stage_id == current:
+                return known
+            return await self._save_context(known, current_stage_id=current)
+        summaries = [_stage_summary(s, memories[s.id]) for s in done]
+        brief, constraints, cost = "", [], 0.0
+        if summaries:
+            result = await self._compressor.compress_task(
+                summaries, target_ratio=self._settings.task_target_ratio
+            )
+            cost = await self._record_cost(result, COMPRESSION_TASK, None, task_id)
+            brief = result.summary
+            constraints = [f.content for f in result.critical_facts]
+            await self._metrics.record(
+                level="task",
+                task_id=task_id,
+                stage_id=None,
+                input_tokens=result.input_tokens,
+                output_tokens=result.output_tokens,
+                ratio=result.ratio,
+                retention=result.retention,
+                engine=result.engine,
+                fallback=result.fallback,
+                cost_usd=cost,
+            )
+        performance = (await self._metrics.summary(task_id)).as_metrics()
+        performance.update({"stages": len(stages), "completed_stages": len(done)})
+        context = TaskContext(
+            task_id=task_id,
+            progress_summary=brief,
+            current_stage_id=current,
+            completed_stage_ids=done_ids,
+            critical_constraints=tuple(dict.fromkeys(constraints)),
+            performance_metrics=performance,
+            updated_at=self._clock(),
+        )
+        await self._stages.save_task_context(context)
+        return context
+
+    async def task_context(
+        self, task_id: str, level: Level, max_tokens: int | None = None
+    ) -> ContextView:
+        """Level ``raw``: the memories of every stage; ``stage``: the stage summaries plus the
+        active stage's raw memories; ``task``: the progress brief plus the active stage's raw
+        memories. Newest material is kept first when ``max_tokens`` cuts."""
+        context = await self.task_progress(task_id)
+        stages = await self._stages.stages_of(task_id)
+        memories = {m.stage_id: m for m in await self._stages.stage_memories_of(task_id)}
+        items: list[dict[str, Any]] = []
+        if level == "task" and context.progress_summary:
+            items.append({"kind": "task_brief", "text": context.progress_summary})
+        for stage in stages:
+            summary = memories.get(stage.id)
+            if level != "raw" and summary is not None:
+                if level == "stage":
+                    items.append(_item("stage_summary", stage, summary.summary))
+                continue
+            if level != "raw" and stage.status is not StageStatus.ACTIVE:
+                continue  # completed but not compressed yet: its summary follows
+            async with self._uow_factory(read_only=True) as uow:
+                raw = await uow.memories.in_stage(stage.id)
+            items += [_item("memory", stage, m.content, memory_id=m.id) for m in raw]
+        return self._fit(task_id, level, items, max_tokens)
+
+    def _fit(
+        self, task_id: str, level: Level, items: list[dict[str, Any]], max_tokens: int | None
+    ) -> ContextView:
+        kept: list[dict[str, Any]] = []
+        used = 0
+        for item in reversed(items):  # newest first under a budget
+            cost = self._tokens.count(item["text"])
+            if max_tokens is not None and used + cost > max_tokens:
+                break
+            kept.append(item)
+            used += cost
+        kept.reverse()
+        text = "\n\n".join(item["text"] for item in kept)
+        return ContextView(task_id, level, text, used, len(kept) < len(items), kept)
+
+    async def _save_context(self, known: TaskContext, current_stage_id: str | None) -> TaskContext:
+        updated = TaskContext(
+            task_id=known.task_id,
+            progress_summary=known.progress_summary,
+            current_stage_id=current_stage_id,
+            completed_stage_ids=known.completed_stage_ids,
+            critical_constraints=known.critical_constraints,
+            performance_metrics=known.performance_metrics,
+            updated_at=self._clock(),
+        )
+        await self._stages.save_task_context(updated)
+        return updated
+
+    async def _check_budget(self, input_tokens: int) -> None:
+        model = self._settings.paid_model
+        if model is None:
+            return
+        output = int(input_tokens / self._settings.stage_target_ratio) + 200
+        await self._costs.check_budget(self._costs.estimate(model, input_tokens + 400, output))
+
+    async def _record_cost(
+        self, result: CompressionResult, operation: str, agent_id: str | None, task_id: str
+    ) -> float:
+        if result.usage is None:
+            return 0.0
+        record = await self._costs.record(result.usage, operation, agent_id, task_id)
+        return record.cost_usd
+
+    async def _signals(self, stage: Stage, items: list[CompressionItem]) -> Aggressiveness:
+        """FR-3.4 inputs: complexity as the agent declared it when starting the stage
+        (``metadata.complexity``, 0-1), the share of the stage's memories that record errors,
+        the month's budget use, and the task's average stage retention so far."""
+        complexity = stage.metadata.get("complexity", 0.0)
+        errors = sum(1 for i in items if i.metadata.get("kind") == "error")
+        budget = await self._costs.budget_status()
+        summary = await self._metrics.summary(stage.task_id)
+        return Aggressiveness(
+            complexity=min(max(float(complexity), 0.0), 1.0)
+            if isinstance(complexity, int | float)
+            else 0.0,
+            error_rate=errors / len(items) if items else 0.0,
+            budget_used=min(budget.used_pct / 100, 1.0),
+            recent_retention=None if summary.stage is None else summary.stage.avg_retention,
+        )
+
+
+def _stage_memory(
+    stage: Stage, result: CompressionResult, raw_ids: list[str], cost: float, now: datetime
+) -> StageMemory:
+    quality = result.quality_metrics()
+    quality["critical_fact_kinds"] = [f.kind.value for f in result.critical_facts]
+    quality["error_patterns"] = [p.to_dict() for p in result.error_patterns]
+    return StageMemory(
+        stage_id=stage.id,
+        task_id=stage.task_id,
+        summary=result.summary,
+        insights=tuple(result.insights),
+        critical_facts=tuple(f.content for f in result.critical_facts),
+        raw_memory_ids=tuple(raw_ids),
+        compression_ratio=round(result.ratio, 3),
+        quality_metrics=quality,
+        engine=result.engine,
+        fallback=result.fallback,
+        cost_usd=cost,
+        tokens_in=result.input_tokens,
+        tokens_out=result.output_tokens,
+        created_at=now,
+    )
+
+
+def _stage_summary(stage: Stage, memory: StageMemory) -> StageSummary:
+    kinds = memory.quality_metrics.get("critical_fact_kinds", [])
+    facts = []
+    for index, content in enumerate(memory.critical_facts):
+        kind = kinds[index] if index < len(kinds) else FactKind.CONSTRAINT.value
+        facts.append(CriticalFact(content, FactKind(kind), (stage.id,), (index, 0)))
+    return StageSummary(
+        stage.id, stage.stage_type.value, memory.summary, tuple(facts), stage.completed_at
+    )
+
+
+def _item(kind: str, stage: Stage, text: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "kind": kind,
+        "stage_id": stage.id,
+        "stage_type": stage.stage_type.value,
+        "text": text,
+        **extra,
+    }

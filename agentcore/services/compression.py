@@ -1,0 +1,525 @@
+"""ContextCompressor (FR-2.4, FR-3): a finished stage's raw memories → a stage summary at about
+10:1 in tokens; stage summaries → a task progress brief at about 5:1. An engine (extractive or
+LLM) writes a draft; the compressor checks every draft and falls back when the check fails.
+
+Quality check (FR-3.3), after every draft:
+- critical-fact retention ≥ ``quality_threshold`` (0.95), as defined in
+  ``agentcore.domain.critical_facts`` (content words, exact numbers, negations);
+- the achieved ratio input/output tokens within the attempt's target ±``ratio_tolerance`` (20%);
+- no contradiction of the source introduced (a negation flip or a changed number).
+
+Fallback ladder (NFR-R5), each step recorded in ``attempts``: target, target/1.5, target/2, then
+target/2 with every critical fact verbatim (whose ratio is not checked: keeping the facts wins).
+With an LLM primary engine and an extractive ``fallback_engine``, the LLM gets the first two
+steps (the second one is told which facts it lost); the extractive engine then runs the whole
+ladder from the original target. A retryable provider failure counts as a failed step.
+
+Tiny inputs: when ``input_tokens / target`` is under ``min_summary_tokens`` (20) a summary
+would say nothing; the input is kept whole (ratio ≈ 1, ``kept_whole``) and passes.
+
+Tokens are counted with the injected ``TokenCounter`` (o200k). ``output_tokens`` counts the
+summary only; insights, critical facts and error patterns are side lists (the critical facts
+are inside the summary anyway).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any, Literal, Protocol
+
+from agentcore.domain.critical_facts import (
+    PRIORITY,
+    Contradiction,
+    CriticalFact,
+    FactKind,
+    Passage,
+    SourceIndex,
+    extract_critical_facts,
+    merge_duplicates,
+    missing_facts,
+    retention,
+)
+from agentcore.domain.errors import AgentCoreError, InvalidParams, InvalidState
+from agentcore.domain.usage import TokenUsage
+from agentcore.services.working_memory import TokenCounter
+
+STAGE_TARGET_RATIO = 10.0
+TASK_TARGET_RATIO = 5.0
+MIN_TARGET_RATIO = 1.5
+FALLBACK_DIVISORS = (1.0, 1.5, 2.0)
+Level = Literal["stage", "task"]
+
+
+@dataclass(frozen=True, slots=True)
+class CompressionItem:
+    """A raw memory of one stage (or, for task compression, one stage summary)."""
+
+    memory_id: str
+    content: str
+    critical: bool = False
+    created_at: datetime | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    stage_id: str | None = None
+
+    @property
+    def label(self) -> str | None:
+        """Who said it (``metadata.speaker`` or ``name``) or, for a stage, its type."""
+        for key in ("speaker", "name", "label"):
+            value = self.metadata.get(key)
+            if isinstance(value, str) and value.strip():
+                return value.strip()
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class StageSummary:
+    """A completed stage's summary, the input of task compression."""
+
+    stage_id: str
+    stage_type: str
+    summary: str
+    critical_facts: Sequence[CriticalFact] = ()
+    completed_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorPattern:
+    """Errors of the same type or message seen ``occurrences`` times within one stage."""
+
+    signature: str
+    occurrences: int
+    example: str
+    memory_ids: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class CompressionRequest:
+    """One draft to write. Token counts are of the summary: aim at ``budget_tokens``, never
+    under ``min_tokens``; critical facts may use the room up to ``max_tokens``."""
+
+    level: Level
+    items: Sequence[CompressionItem]
+    critical_facts: Sequence[CriticalFact]
+    target_ratio: float
+    budget_tokens: int
+    min_tokens: int
+    max_tokens: int
+    verbatim_facts: bool = False  # the last resort: every fact word for word, whatever the size
+    lost_facts: Sequence[str] = ()  # facts a previous draft lost (an LLM is told)
+
+
+@dataclass(frozen=True, slots=True)
+class Draft:
+    summary: str
+    insights: tuple[str, ...] = ()
+    critical_facts: tuple[str, ...] = ()  # extra facts the engine found (LLM), beyond the request's
+    error_patterns: tuple[ErrorPattern, ...] = ()
+    usage: TokenUsage | None = None  # tokens of the model calls, None without a model
+
+
+class CompressionEngine(Protocol):
+    """Writes one draft summary. Raises ``ProviderError`` (retryable) when its provider fails."""
+
+    @property
+    def name(self) -> str: ...
+
+    async def draft(self, request: CompressionRequest) -> Draft: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    engine: str
+    target_ratio: float
+    ratio: float
+    retention: float
+    contradictions: int
+    ratio_ok: bool
+    passed: bool
+    verbatim_facts: bool = False
+    error: str | None = None  # the error code when the engine failed
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class CompressionResult:
+    summary: str
+    insights: tuple[str, ...]
+    critical_facts: tuple[CriticalFact, ...]
+    error_patterns: tuple[ErrorPattern, ...]
+    input_tokens: int
+    output_tokens: int
+    ratio: float  # input_tokens / output_tokens
+    target_ratio: float  # the target of the first attempt (after adaptation)
+    retention: float  # critical-fact retention, 0-1
+    contradictions: tuple[Contradiction, ...]
+    engine: str  # the engine of the accepted draft
+    fallback: bool  # the first attempt failed the quality check
+    attempts: tuple[Attempt, ...]
+    usage: TokenUsage | None  # model tokens of every attempt (for the cost tracker)
+    passed: bool = True  # the accepted draft passed the check (False only past the last resort)
+    kept_whole: bool = False  # the input was too small to compress
+
+    def quality_metrics(self) -> dict[str, Any]:
+        """The check's numbers, JSON-able (``stage_memories.quality_metrics``)."""
+        return {
+            "retention": round(self.retention, 4),
+            "ratio": round(self.ratio, 3),
+            "target_ratio": round(self.target_ratio, 3),
+            "contradictions": len(self.contradictions),
+            "passed": self.passed,
+            "kept_whole": self.kept_whole,
+            "fallback": self.fallback,
+            "attempts": [a.to_dict() for a in self.attempts],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Aggressiveness:
+    """Signals for the adaptive target (FR-3.4), each 0-1: task complexity, error rate of the
+    task, share of the token budget already used, and the retention of recent compressions."""
+
+    complexity: float = 0.0
+    error_rate: float = 0.0
+    budget_used: float = 0.0
+    recent_retention: float | None = None
+
+    def __post_init__(self) -> None:
+        values = {
+            "complexity": self.complexity,
+            "error_rate": self.error_rate,
+            "budget_used": self.budget_used,
+            "recent_retention": self.recent_retention,
+        }
+        wrong = [name for name, v in values.items() if v is not None and not 0 <= v <= 1]
+        if wrong:
+            raise InvalidParams("aggressiveness signals must be between 0 and 1", errors=wrong)
+
+
+def adaptive_target_ratio(
+    base: float, signals: Aggressiveness, *, quality_threshold: float = 0.95
+) -> float:
+    """The target ratio for ``signals``: each factor multiplies ``base``.
+
+    - complexity c: ×(1 − 0.4c), a very complex task keeps 40% more;
+    - error rate e: ×(1 − 0.5e), errors keep context for diagnosis;
+    - budget used b: ×1 up to the 75% alert, then rising linearly to ×1.5 at 100%;
+    - recent retention r under the threshold t: ×max(0.5, 1 − 2(t − r)).
+
+    Clamped to [MIN_TARGET_RATIO, 2·base]. With no signal the result is ``base``."""
+    ratio = base * (1 - 0.4 * signals.complexity) * (1 - 0.5 * signals.error_rate)
+    ratio *= 1 + 2 * max(0.0, signals.budget_used - 0.75)
+    r = signals.recent_retention
+    if r is not None and r < quality_threshold:
+        ratio *= max(0.5, 1 - 2 * (quality_threshold - r))
+    return min(max(ratio, MIN_TARGET_RATIO), 2 * base)
+
+
+@dataclass(frozen=True, slots=True)
+class _Step:
+    engine: CompressionEngine
+    divisor: float
+    verbatim: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _Checked:
+    attempt: Attempt
+    draft: Draft
+    facts: tuple[CriticalFact, ...]
+    output_tokens: int
+    contradictions: tuple[Contradiction, ...]
+    lost: tuple[str, ...]
+
+
+# The facts a task brief must keep (FR-2.4): standing constraints, and what was flagged.
+_TASK_FACT_KINDS = frozenset({FactKind.FLAGGED, FactKind.CONSTRAINT})
+
+
+class ContextCompressor:
+    """Stage and task compression with the quality check and fallback ladder (module doc).
+    ``engine`` writes drafts; ``fallback_engine`` (the extractive one, when ``engine`` is an
+    LLM) takes over after two failed LLM drafts or a retryable provider failure."""
+
+    def __init__(
+        self,
+        engine: CompressionEngine,
+        tokens: TokenCounter,
+        *,
+        fallback_engine: CompressionEngine | None = None,
+        quality_threshold: float = 0.95,
+        ratio_tolerance: float = 0.2,
+        min_summary_tokens: int = 20,
+    ) -> None:
+        if not 0 <= quality_threshold <= 1 or not 0 < ratio_tolerance < 1:
+            raise ValueError("quality_threshold must be in [0, 1] and ratio_tolerance in (0, 1)")
+        if min_summary_tokens < 1:
+            raise ValueError("min_summary_tokens must be at least 1")
+        self._engine = engine
+        self._fallback = fallback_engine
+        self._tokens = tokens
+        self._threshold = quality_threshold
+        self._tolerance = ratio_tolerance
+        self._min_summary_tokens = min_summary_tokens
+
+    async def compress_stage(
+        self,
+        items: Sequence[CompressionItem],
+        *,
+        target_ratio: float = STAGE_TARGET_RATIO,
+        aggressiveness: Aggressiveness | None = None,
+    ) -> CompressionResult:
+        """Raw memories of ONE stage → stage summary, critical facts, insights and error
+        patterns. Items are put in ``created_at`` order. Raises ``InvalidState`` when the items
+        carry more than one ``stage_id`` (BR-8: stage boundaries are never crossed)."""
+        stage_ids = {item.stage_id for item in items if item.stage_id is not None}
+        if len(stage_ids) > 1:
+            raise InvalidState(
+                "stage compression got memories of several stages; stages are compressed one "
+                "at a time (BR-8)",
+                stages=len(stage_ids),
+            )
+        ordered = sorted(
+            items, key=lambda i: (i.created_at is not None, i.created_at or datetime.min)
+        )
+        passages = [Passage(i.memory_id, i.content, i.critical) for i in ordered]
+        facts = extract_critical_facts(passages)
+        return await self._compress("stage", ordered, facts, target_ratio, aggressiveness)
+
+    async def compress_task(
+        self,
+        stages: Sequence[StageSummary],
+        *,
+        target_ratio: float = TASK_TARGET_RATIO,
+        aggressiveness: Aggressiveness | None = None,
+    ) -> CompressionResult:
+        """Stage summaries, in task order → a progress brief that keeps every critical
+        constraint: the stages' constraint and flagged facts, and constraints in the
+        summaries' text."""
+        items = [
+            CompressionItem(
+                s.stage_id, s.summary, created_at=s.completed_at, metadata={"label": s.stage_type}
+            )
+            for s in stages
+        ]
+        carried = [
+            CriticalFact(fact.content, fact.kind, fact.source_ids, (index, 10_000 + n))
+            for index, stage in enumerate(stages)
+            for n, fact in enumerate(stage.critical_facts)
+            if fact.kind in _TASK_FACT_KINDS
+        ]
+        found = extract_critical_facts([Passage(i.memory_id, i.content) for i in items])
+        facts = merge_facts(carried, [f for f in found if f.kind in _TASK_FACT_KINDS])
+        return await self._compress("task", items, facts, target_ratio, aggressiveness)
+
+    async def _compress(
+        self,
+        level: Level,
+        items: Sequence[CompressionItem],
+        facts: Sequence[CriticalFact],
+        base_target: float,
+        aggressiveness: Aggressiveness | None,
+    ) -> CompressionResult:
+        if base_target <= 1:
+            raise InvalidParams("the target ratio must be above 1", errors=["target_ratio"])
+        target = base_target
+        if aggressiveness is not None:
+            target = adaptive_target_ratio(
+                base_target, aggressiveness, quality_threshold=self._threshold
+            )
+        input_tokens = self._tokens.count("\n".join(i.content for i in items)) if items else 0
+        if input_tokens / target < self._min_summary_tokens:
+            return self._kept_whole(items, facts, input_tokens, target)
+        index = SourceIndex([*(i.content for i in items), *(f.content for f in facts)])
+        results: list[_Checked] = []
+        usage: list[TokenUsage] = []
+        lost: tuple[str, ...] = ()
+        failed_engine: CompressionEngine | None = None
+        for step in self._ladder():
+            if step.engine is failed_engine:
+                continue
+            request = self._request(level, items, facts, input_tokens, target, step, lost)
+            try:
+                draft = await step.engine.draft(request)
+            except AgentCoreError as exc:
+                if not exc.retryable or step.engine is self._fallback or self._fallback is None:
+                    raise
+                failed_engine = step.engine
+                usage += _usage_of_failure(exc)
+                results.append(self._failed(step, request, exc))
+                continue
+            if draft.usage is not None:
+                usage.append(draft.usage)
+            checked = self._check(draft, request, facts, index, input_tokens, step)
+            results.append(checked)
+            if checked.attempt.passed:
+                break
+            lost = checked.lost
+        return self._result(results, input_tokens, target, usage)
+
+    def _ladder(self) -> list[_Step]:
+        last = FALLBACK_DIVISORS[-1]
+        if self._fallback is None:
+            steps = [_Step(self._engine, d) for d in FALLBACK_DIVISORS]
+            return [*steps, _Step(self._engine, last, verbatim=True)]
+        steps = [_Step(self._engine, d) for d in FALLBACK_DIVISORS[:2]]
+        steps += [_Step(self._fallback, d) for d in FALLBACK_DIVISORS]
+        return [*steps, _Step(self._fallback, last, verbatim=True)]
+
+    def _request(
+        self,
+        level: Level,
+        items: Sequence[CompressionItem],
+        facts: Sequence[CriticalFact],
+        input_tokens: int,
+        target: float,
+        step: _Step,
+        lost: tuple[str, ...],
+    ) -> CompressionRequest:
+        step_target = max(target / step.divisor, 1.0)
+        return CompressionRequest(
+            level=level,
+            items=items,
+            critical_facts=facts,
+            target_ratio=step_target,
+            budget_tokens=max(round(input_tokens / step_target), 1),
+            min_tokens=max(int(input_tokens / (step_target * (1 + self._tolerance))) + 1, 1),
+            max_tokens=max(int(input_tokens / (step_target * (1 - self._tolerance))), 1),
+            verbatim_facts=step.verbatim,
+            lost_facts=lost,
+        )
+
+    def _check(
+        self,
+        draft: Draft,
+        request: CompressionRequest,
+        facts: Sequence[CriticalFact],
+        index: SourceIndex,
+        input_tokens: int,
+        step: _Step,
+    ) -> _Checked:
+        extra = [
+            CriticalFact(text, FactKind.MODEL, (), (len(request.items), n))
+            for n, text in enumerate(draft.critical_facts)
+        ]
+        all_facts = tuple(merge_facts(facts, extra))
+        output_tokens = self._tokens.count(draft.summary)
+        ratio = input_tokens / output_tokens if output_tokens else float(input_tokens)
+        lost = missing_facts([f.content for f in all_facts], draft.summary)
+        kept = 1 - len(lost) / len(all_facts) if all_facts else 1.0
+        contradictions = tuple(index.contradictions(draft.summary))
+        low = request.target_ratio * (1 - self._tolerance)
+        high = request.target_ratio * (1 + self._tolerance)
+        ratio_ok = request.verbatim_facts or (output_tokens > 0 and low <= ratio <= high)
+        passed = kept >= self._threshold and not contradictions and ratio_ok
+        attempt = Attempt(
+            step.engine.name,
+            request.target_ratio,
+            ratio,
+            kept,
+            len(contradictions),
+            ratio_ok,
+            passed,
+            request.verbatim_facts,
+        )
+        return _Checked(attempt, draft, all_facts, output_tokens, contradictions, tuple(lost))
+
+    def _failed(self, step: _Step, request: CompressionRequest, exc: AgentCoreError) -> _Checked:
+        attempt = Attempt(
+            step.engine.name, request.target_ratio, 0.0, 0.0, 0, False, False,
+            request.verbatim_facts, exc.code,
+        )  # fmt: skip
+        return _Checked(attempt, Draft(""), (), 0, (), ())
+
+    def _result(
+        self, results: list[_Checked], input_tokens: int, target: float, usage: list[TokenUsage]
+    ) -> CompressionResult:
+        drafted = [r for r in results if r.attempt.error is None]
+        accepted = next((r for r in drafted if r.attempt.passed), drafted[-1])
+        attempts = tuple(r.attempt for r in results)
+        return CompressionResult(
+            summary=accepted.draft.summary,
+            insights=accepted.draft.insights,
+            critical_facts=accepted.facts,
+            error_patterns=accepted.draft.error_patterns,
+            input_tokens=input_tokens,
+            output_tokens=accepted.output_tokens,
+            ratio=accepted.attempt.ratio,
+            target_ratio=target,
+            retention=accepted.attempt.retention,
+            contradictions=accepted.contradictions,
+            engine=accepted.attempt.engine,
+            fallback=not attempts[0].passed,
+            attempts=attempts,
+            usage=_total_usage(usage),
+            passed=accepted.attempt.passed,
+        )
+
+    def _kept_whole(
+        self,
+        items: Sequence[CompressionItem],
+        facts: Sequence[CriticalFact],
+        input_tokens: int,
+        target: float,
+    ) -> CompressionResult:
+        summary = "\n".join(
+            f"{label}: {i.content.strip()}" if label else i.content.strip()
+            for i, label in zip(items, display_labels(items), strict=True)
+        )
+        output_tokens = self._tokens.count(summary) if summary else 0
+        return CompressionResult(
+            summary=summary,
+            insights=(),
+            critical_facts=tuple(facts),
+            error_patterns=(),
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            ratio=input_tokens / output_tokens if output_tokens else 1.0,
+            target_ratio=target,
+            retention=retention([f.content for f in facts], summary),
+            contradictions=(),
+            engine="kept_whole",
+            fallback=False,
+            attempts=(),
+            usage=None,
+            kept_whole=True,
+        )
+
+
+def display_labels(items: Sequence[CompressionItem]) -> list[str | None]:
+    """The label to print before each item's text: only when the items have at least two
+    labels (one speaker throughout says nothing worth its tokens)."""
+    labels = [item.label for item in items]
+    return labels if len(set(labels) - {None}) >= 2 else [None] * len(labels)
+
+
+def merge_facts(first: Sequence[CriticalFact], then: Sequence[CriticalFact]) -> list[CriticalFact]:
+    """``first`` then the facts of ``then`` that none of ``first`` already states, in
+    priority order of kind for equal positions."""
+    merged = merge_duplicates([*first, *then])
+    return sorted(merged, key=lambda f: (f.position, PRIORITY.index(f.kind)))
+
+
+def _usage_of_failure(exc: AgentCoreError) -> list[TokenUsage]:
+    model = exc.details.get("model")
+    prompt = exc.details.get("prompt_tokens")
+    completion = exc.details.get("completion_tokens")
+    if isinstance(model, str) and isinstance(prompt, int) and isinstance(completion, int):
+        return [TokenUsage(model, prompt, completion)]
+    return []
+
+
+def _total_usage(usage: list[TokenUsage]) -> TokenUsage | None:
+    if not usage:
+        return None
+    return TokenUsage(
+        usage[0].model,
+        sum(u.prompt_tokens for u in usage),
+        sum(u.completion_tokens for u in usage),
+    )

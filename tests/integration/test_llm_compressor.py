@@ -1,0 +1,264 @@
+"""The LLM compression engine, alone and under the ContextCompressor, against a local
+OpenAI-compatible server (Starlette on uvicorn, loopback) answering /v1/chat/completions with
+scripted replies."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import openai
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from agentcore.adapters.compressors import ExtractiveEngine
+from agentcore.adapters.compressors.llm import LLMEngine
+from agentcore.adapters.tokens import BpeTokenCounter
+from agentcore.domain.critical_facts import Passage, extract_critical_facts
+from agentcore.domain.errors import ConfigurationError, ProviderError, Unauthorized
+from agentcore.domain.usage import TokenUsage
+from agentcore.services.compression import (
+    CompressionItem,
+    CompressionRequest,
+    CompressionResult,
+    ContextCompressor,
+    ErrorPattern,
+)
+from tests.http_stub import serving
+from tests.unit.test_compression import AGENT_STAGE
+
+API_KEY = "sk-test-key-do-not-echo"
+T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+PATTERN = "TimeoutError pulling the Postgres image"
+ITEMS = [
+    CompressionItem(
+        f"m{i}", text, created_at=T0 + timedelta(minutes=i), metadata={"speaker": "agent"}
+    )
+    for i, text in enumerate(AGENT_STAGE)
+]
+
+
+@dataclass
+class Reply:
+    """One scripted reply: the message content, or an HTTP error status."""
+
+    content: str = ""
+    status: int = 200
+    finish_reason: str = "stop"
+
+
+@dataclass
+class FakeOpenAI:
+    url: str
+    good: str = ""  # the content of a valid answer, set once per module
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    script: list[Reply] = field(default_factory=list)
+
+
+def _app(state: FakeOpenAI) -> Starlette:
+    async def completions(request: Request) -> JSONResponse:
+        body = await request.json()
+        state.requests.append(body)
+        reply = state.script.pop(0) if state.script else Reply(state.good)
+        if reply.status != 200:
+            error = {"message": f"Incorrect API key provided: {API_KEY}", "type": "test"}
+            return JSONResponse({"error": error}, reply.status)
+        message = {"role": "assistant", "content": reply.content}
+        choice = {"index": 0, "message": message, "finish_reason": reply.finish_reason}
+        usage = {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
+        return JSONResponse(
+            {
+                "id": f"chatcmpl-{len(state.requests)}",
+                "object": "chat.completion",
+                "created": 1_700_000_000,
+                "model": body["model"],
+                "choices": [choice],
+                "usage": usage,
+            }
+        )
+
+    return Starlette(routes=[Route("/v1/chat/completions", completions, methods=["POST"])])
+
+
+@pytest.fixture(scope="module")
+def counter() -> BpeTokenCounter:
+    return BpeTokenCounter()
+
+
+@pytest.fixture(scope="module")
+def server(counter: BpeTokenCounter) -> Iterator[FakeOpenAI]:
+    # The scripted "model" answers with a faithful summary of the stage: the extractive one.
+    request = CompressionRequest(
+        "stage", ITEMS, extract_critical_facts([Passage(i.memory_id, i.content) for i in ITEMS]),
+        10.0, *_bounds(counter),
+    )  # fmt: skip
+    summary = ExtractiveEngine(counter).compose(request).summary
+    good = {
+        "summary": summary,
+        "insights": ["Load the tax rates lazily so tests can inject their own table."],
+        "critical_facts": ["Never commit directly to the release branch."],
+        "error_patterns": [{"description": PATTERN, "occurrences": 2}],
+    }
+    state = FakeOpenAI(url="", good=json.dumps(good))
+    with serving(_app(state)) as base_url:
+        state.url = f"{base_url}/v1"
+        yield state
+
+
+def _bounds(counter: BpeTokenCounter) -> tuple[int, int, int]:
+    tokens = counter.count("\n".join(i.content for i in ITEMS))
+    return round(tokens / 10), int(tokens / 12) + 1, int(tokens / 8)
+
+
+@pytest.fixture
+def fake(server: FakeOpenAI) -> FakeOpenAI:
+    server.requests.clear()
+    server.script.clear()
+    return server
+
+
+async def _compress(
+    fake: FakeOpenAI, counter: BpeTokenCounter, *, fallback: bool = True
+) -> CompressionResult:
+    client = openai.AsyncOpenAI(api_key=API_KEY, base_url=fake.url, max_retries=0)
+    engine = LLMEngine(client, "gpt-4.1-mini")
+    extractive = ExtractiveEngine(counter) if fallback else None
+    try:
+        compressor = ContextCompressor(engine, counter, fallback_engine=extractive)
+        return await compressor.compress_stage(ITEMS)
+    finally:
+        await client.close()
+
+
+async def test_a_valid_reply_becomes_the_stage_summary(
+    fake: FakeOpenAI, counter: BpeTokenCounter
+) -> None:
+    result = await _compress(fake, counter)
+
+    assert result.engine == "llm:gpt-4.1-mini"
+    assert result.passed
+    assert not result.fallback
+    assert 8 <= result.ratio <= 12
+    assert result.retention == 1.0
+    assert result.usage == TokenUsage("gpt-4.1-mini", prompt_tokens=100, completion_tokens=20)
+    assert result.insights == ("Load the tax rates lazily so tests can inject their own table.",)
+    assert result.error_patterns == (ErrorPattern(PATTERN, 2, PATTERN),)
+    [request] = fake.requests
+    assert request["model"] == "gpt-4.1-mini"
+    assert request["response_format"] == {"type": "json_object"}
+    assert request["temperature"] == 0
+    system, user = request["messages"]
+    assert "must_keep" in system["content"]
+    sent = json.loads(user["content"])
+    budget, _, most = _bounds(counter)
+    assert (sent["level"], sent["target_tokens"], sent["max_tokens"]) == ("stage", budget, most)
+    assert any("release branch" in fact for fact in sent["must_keep"])
+    assert sent["memories"][0] == {
+        "id": "m1",
+        "speaker": "agent",
+        "at": "2026-03-02T09:00:00+00:00",
+        "content": AGENT_STAGE[0],
+    }
+
+
+async def test_malformed_json_is_retried_and_the_retry_succeeds(
+    fake: FakeOpenAI, counter: BpeTokenCounter
+) -> None:
+    fake.script.append(Reply('{"summary": "The agent ran'))
+    result = await _compress(fake, counter)
+
+    assert result.engine == "llm:gpt-4.1-mini"
+    assert result.passed
+    assert len(fake.requests) == 2
+    assert result.usage == TokenUsage("gpt-4.1-mini", prompt_tokens=200, completion_tokens=40)
+    retry = fake.requests[1]["messages"]
+    assert retry[:2] == fake.requests[0]["messages"]
+    assert retry[2] == {"role": "assistant", "content": '{"summary": "The agent ran'}
+    assert retry[3]["content"].startswith("Invalid reply:")
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        Reply(json.dumps({"summary": "  "})),
+        Reply(json.dumps({"insights": []})),
+        Reply(json.dumps({"summary": "ok", "error_patterns": [{"description": "x"}]})),
+        Reply(finish_reason="length"),
+    ],
+    ids=["empty-summary", "no-summary", "pattern-without-count", "truncated"],
+)
+async def test_schema_invalid_output_is_retried(
+    fake: FakeOpenAI, counter: BpeTokenCounter, bad: Reply
+) -> None:
+    fake.script.append(bad)
+    result = await _compress(fake, counter)
+    assert result.engine == "llm:gpt-4.1-mini"
+    assert len(fake.requests) == 2
+
+
+async def test_three_invalid_replies_raise_a_provider_error(
+    fake: FakeOpenAI, counter: BpeTokenCounter
+) -> None:
+    fake.script.extend([Reply("not json"), Reply("{"), Reply("[]")])
+    client = openai.AsyncOpenAI(api_key=API_KEY, base_url=fake.url, max_retries=0)
+    request = CompressionRequest("stage", ITEMS, (), 10.0, *_bounds(counter))
+    with pytest.raises(ProviderError, match="invalid output") as raised:
+        await LLMEngine(client).draft(request)
+    await client.close()
+    assert len(fake.requests) == 3
+    details = raised.value.details
+    assert (details["attempts"], details["prompt_tokens"], details["model"]) == (
+        3, 300, "gpt-4.1-mini",
+    )  # fmt: skip
+
+
+async def test_a_failing_provider_falls_back_to_the_extractive_engine(
+    fake: FakeOpenAI, counter: BpeTokenCounter
+) -> None:
+    fake.script.extend([Reply("not json"), Reply("{"), Reply("[]")])
+    result = await _compress(fake, counter)
+
+    assert result.attempts[0].error == "PROVIDER_ERROR"
+    assert result.engine == "extractive"
+    assert result.passed
+    assert result.fallback
+    assert result.usage == TokenUsage("gpt-4.1-mini", prompt_tokens=300, completion_tokens=60)
+    assert len(fake.requests) == 3
+
+
+async def test_http_failures_map_to_safe_errors(fake: FakeOpenAI, counter: BpeTokenCounter) -> None:
+    fake.script.append(Reply(status=500))
+    with pytest.raises(ProviderError) as outage:
+        await _compress(fake, counter, fallback=False)
+    assert API_KEY not in str(outage.value)
+    fake.script.append(Reply(status=401))
+    with pytest.raises(Unauthorized):  # a wrong key is not hidden behind the fallback
+        await _compress(fake, counter)
+
+
+@pytest.mark.parametrize(
+    "model", ["gpt-4.1", "gpt-4.1-2025-04-14", "gpt-5", "gpt-5-mini", "o1", "o3-mini", "o4-mini"]
+)
+def test_reasoning_models_are_refused_for_compression(model: str) -> None:
+    client = openai.AsyncOpenAI(api_key=API_KEY, base_url="http://127.0.0.1:9/v1")
+    with pytest.raises(ConfigurationError, match="reasoning model"):
+        LLMEngine(client, model)
+    with pytest.raises(ConfigurationError, match="reasoning model"):
+        LLMEngine(client, model, approved_models=[model])  # whatever the list says
+
+
+def test_only_approved_models_compress() -> None:
+    client = openai.AsyncOpenAI(api_key=API_KEY, base_url="http://127.0.0.1:9/v1")
+    for model in ("gpt-4.1-mini", "gpt-4o-mini", "gpt-4.1-nano", "gpt-4.1-mini-2025-04-14"):
+        assert LLMEngine(client, model).name == f"llm:{model}"
+    with pytest.raises(ConfigurationError, match="not approved"):
+        LLMEngine(client, "llama-3.1-70b")
+    assert LLMEngine(client, "llama-3.1-70b", approved_models=["llama-3.1-70b"]).model == (
+        "llama-3.1-70b"
+    )
