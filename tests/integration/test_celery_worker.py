@@ -19,6 +19,7 @@ from agentcore.bootstrap import REPLAY_VECTORS, build_container
 from agentcore.config import Settings
 from agentcore.domain.models import ScopeIds
 from agentcore.domain.records import NewMemory
+from agentcore.domain.stages import StageMemory
 from agentcore.services.jobs import JobStatus
 from agentcore.services.ports import VectorFilter
 from agentcore.worker import celery_app
@@ -81,3 +82,47 @@ def test_worker_replays_owed_vector_writes(
         worker.send_signal(signal.SIGTERM)
         worker.wait(timeout=60)
     assert asyncio.run(_search_embedded_vectors(tmp_path)) == [stored_id]
+
+
+async def _complete_on_a_worker(settings: Settings) -> tuple[str, StageMemory | None]:
+    embedder = LocalMiniLMEmbedder()
+    api = await build_container(settings, embedder=embedder, vectors=FakeVectorStore())
+    try:
+        stage = await api.stages.start("celery-task", "execution")
+        for i in range(30):
+            text = f"Loaded batch {i} of the invoices; the totals matched the ledger."
+            await api.memory.add(NewMemory(text, ScopeIds(task_id="celery-task")))
+        done = await api.compass.complete_stage("celery-task", stage.id, wait=True)
+        return stage.id, done.stage_memory
+    finally:
+        await api.aclose()
+        await embedder.close()
+
+
+def test_stage_compression_runs_on_a_real_worker(
+    postgres_url: str, redis_url: str, tmp_path: Path
+) -> None:
+    settings = Settings(
+        agentcore_data_dir=tmp_path / "api", database_url=postgres_url, redis_url=redis_url
+    )
+    env = {
+        **os.environ,
+        "AGENTCORE_DATA_DIR": str(tmp_path / "worker"),
+        "DATABASE_URL": postgres_url,
+        "REDIS_URL": redis_url,
+    }
+    env.pop("QDRANT_URL", None)
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "agentcore.cli", "worker", "--loglevel", "WARNING"], env=env
+    )
+    try:
+        stage_id, memory = asyncio.run(_complete_on_a_worker(settings))
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(timeout=60)
+    assert memory is not None, "the API waited for the worker's compression"
+    assert memory.stage_id == stage_id
+    assert len(memory.raw_memory_ids) == 30
+    assert memory.engine == "extractive"
+    assert memory.compression_ratio is not None
+    assert memory.compression_ratio > 5
