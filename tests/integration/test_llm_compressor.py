@@ -8,6 +8,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import openai
@@ -19,9 +20,14 @@ from starlette.routing import Route
 
 from agentcore.adapters.compressors import ExtractiveEngine
 from agentcore.adapters.compressors.llm import LLMEngine
+from agentcore.adapters.embedders.local_minilm import LocalMiniLMEmbedder
 from agentcore.adapters.tokens import BpeTokenCounter
+from agentcore.bootstrap import Container, build_container
+from agentcore.config import Settings
 from agentcore.domain.critical_facts import Passage, extract_critical_facts
-from agentcore.domain.errors import ConfigurationError, ProviderError, Unauthorized
+from agentcore.domain.errors import BudgetExceeded, ConfigurationError, ProviderError, Unauthorized
+from agentcore.domain.models import ScopeIds
+from agentcore.domain.records import NewMemory
 from agentcore.domain.usage import TokenUsage
 from agentcore.services.compression import (
     CompressionItem,
@@ -30,6 +36,7 @@ from agentcore.services.compression import (
     ContextCompressor,
     ErrorPattern,
 )
+from tests.conftest import migrate
 from tests.http_stub import serving
 from tests.unit.test_compression import AGENT_STAGE
 
@@ -262,3 +269,58 @@ def test_only_approved_models_compress() -> None:
     assert LLMEngine(client, "llama-3.1-70b", approved_models=["llama-3.1-70b"]).model == (
         "llama-3.1-70b"
     )
+
+
+async def _stage_with_memories(container: Container, task_id: str) -> str:
+    stage = await container.stages.start(task_id, "execution")
+    for text in AGENT_STAGE:
+        await container.memory.add(NewMemory(text, ScopeIds(task_id=task_id)))
+    return stage.id
+
+
+def _llm_settings(data_dir: Path, fake: FakeOpenAI, budget: float) -> Settings:
+    return Settings(
+        agentcore_data_dir=data_dir,
+        compression_engine="llm",
+        fact_extractor="offline",
+        stage_auto_transition=False,  # keep every memory of the scripted stage in one stage
+        openai_api_key=API_KEY,  # type: ignore[arg-type]
+        openai_base_url=fake.url,
+        monthly_token_budget_usd=budget,
+    )
+
+
+async def test_a_stage_compressed_by_the_llm_is_paid_for_and_reported(
+    fake: FakeOpenAI, tmp_path: Path, embedder: LocalMiniLMEmbedder
+) -> None:
+    settings = _llm_settings(tmp_path, fake, budget=100.0)
+    migrate(settings.sqlalchemy_url)
+    container = await build_container(settings, embedder=embedder)
+    try:
+        stage_id = await _stage_with_memories(container, "llm-task")
+        done = await container.compass.complete_stage("llm-task", stage_id)
+        report = await container.costs.report(task_id="llm-task")
+    finally:
+        await container.aclose()
+    memory = done.stage_memory
+    assert memory is not None
+    assert memory.engine == "llm:gpt-4.1-mini"
+    assert memory.cost_usd > 0
+    assert fake.requests[0]["model"] == "gpt-4.1-mini"
+    assert report.totals.cost_usd == pytest.approx(memory.cost_usd)
+    assert report.savings_pct == pytest.approx(80.0)
+
+
+async def test_past_the_budget_a_stage_is_refused_before_any_model_call(
+    fake: FakeOpenAI, tmp_path: Path, embedder: LocalMiniLMEmbedder
+) -> None:
+    settings = _llm_settings(tmp_path, fake, budget=0.0)
+    migrate(settings.sqlalchemy_url)
+    container = await build_container(settings, embedder=embedder)
+    try:
+        stage_id = await _stage_with_memories(container, "poor-task")
+        with pytest.raises(BudgetExceeded):
+            await container.compass.complete_stage("poor-task", stage_id)
+    finally:
+        await container.aclose()
+    assert fake.requests == []
