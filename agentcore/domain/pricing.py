@@ -97,3 +97,39 @@ def month_bounds(month: str) -> tuple[datetime, datetime]:
     start = datetime(year, number, 1, tzinfo=UTC)
     end = datetime(year + number // 12, number % 12 + 1, 1, tzinfo=UTC)
     return start, end
+
+
+@dataclass(frozen=True, slots=True)
+class CostRecord:
+    id: str
+    operation: str
+    model: str
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float
+    created_at: datetime
+    agent_id: str | None = None
+    task_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CostQuery:
+    """Records created in [since, until) matching every filter given."""
+
+    since: datetime
+    until: datetime
+    agent_id: str | None = None
+    task_id: str | None = None
+    operation: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CostTotals:
+    """The sums of one (operation, model) group of records."""
+
+    operation: str
+    model: str
+    calls: int
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float

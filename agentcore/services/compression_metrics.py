@@ -19,81 +19,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import datetime
-from enum import StrEnum
-from types import TracebackType
-from typing import Protocol, Self
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from agentcore.domain.clock import Clock
+from agentcore.domain.compression_metrics import CompressionLevel, CompressionMetric, LevelSummary
 from agentcore.domain.models import new_id
+from agentcore.services.ports import UnitOfWorkFactory
 
 MAX_ENGINE_LENGTH = 64
 _RATIO_BUCKETS = (1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 12.0, 15.0, 20.0, 30.0, 50.0)
 _RETENTION_BUCKETS = (0.5, 0.7, 0.8, 0.9, 0.95, 0.97, 0.99, 1.0)
-
-
-class CompressionLevel(StrEnum):
-    STAGE = "stage"  # raw memories of one stage → stage summary (target 10:1)
-    TASK = "task"  # stage summaries of a task → progress brief (target 5:1)
-
-
-@dataclass(frozen=True, slots=True)
-class CompressionMetric:
-    id: str
-    level: CompressionLevel
-    task_id: str
-    stage_id: str | None
-    input_tokens: int
-    output_tokens: int
-    ratio: float
-    retention: float | None  # critical-fact retention, 0-1; None when not measured
-    engine: str
-    fallback: bool
-    cost_usd: float
-    created_at: datetime
-
-
-@dataclass(frozen=True, slots=True)
-class LevelSummary:
-    """The compressions of one level for a task. Averages are means over compressions;
-    ``avg_retention`` is over those with a measured retention (None when none has)."""
-
-    compressions: int
-    input_tokens: int
-    output_tokens: int
-    avg_ratio: float
-    avg_retention: float | None
-    fallbacks: int
-    cost_usd: float
-
-
-class CompressionMetricsRepository(Protocol):
-    async def add(self, metric: CompressionMetric) -> None: ...
-
-    async def summary(self, task_id: str) -> dict[CompressionLevel, LevelSummary]:
-        """Per level with at least one compression of the task."""
-        ...
-
-
-class MetricsUnitOfWork(Protocol):
-    compression_metrics: CompressionMetricsRepository
-
-    async def __aenter__(self) -> Self: ...
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None: ...
-
-    async def commit(self) -> None: ...
-
-
-class MetricsUnitOfWorkFactory(Protocol):
-    def __call__(self, *, read_only: bool = False) -> MetricsUnitOfWork: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,9 +94,7 @@ class _Collectors:
 class CompressionMetricsRecorder:
     """Stores and exports the metrics of each compression."""
 
-    def __init__(
-        self, uows: MetricsUnitOfWorkFactory, clock: Clock, registry: CollectorRegistry
-    ) -> None:
+    def __init__(self, uows: UnitOfWorkFactory, clock: Clock, registry: CollectorRegistry) -> None:
         self._uows = uows
         self._clock = clock
         self._collectors = _Collectors(registry)

@@ -24,16 +24,22 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from types import TracebackType
-from typing import Protocol, Self
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from agentcore.domain.clock import Clock
 from agentcore.domain.errors import BudgetExceeded
 from agentcore.domain.models import new_id
-from agentcore.domain.pricing import PriceTable, month_bounds, month_of
+from agentcore.domain.pricing import (
+    CostQuery,
+    CostRecord,
+    CostTotals,
+    PriceTable,
+    month_bounds,
+    month_of,
+)
 from agentcore.domain.usage import TokenUsage
+from agentcore.services.ports import UnitOfWorkFactory
 
 log = logging.getLogger(__name__)
 
@@ -43,73 +49,6 @@ COMPRESSION_TASK = "compression.task"
 FACT_EXTRACTION = "fact_extraction"
 EMBEDDING = "embedding"
 MAX_OPERATION_LENGTH = 64
-
-
-@dataclass(frozen=True, slots=True)
-class CostRecord:
-    id: str
-    operation: str
-    model: str
-    tokens_in: int
-    tokens_out: int
-    cost_usd: float
-    created_at: datetime
-    agent_id: str | None = None
-    task_id: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class CostQuery:
-    """Records created in [since, until) matching every filter given."""
-
-    since: datetime
-    until: datetime
-    agent_id: str | None = None
-    task_id: str | None = None
-    operation: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class CostTotals:
-    """The sums of one (operation, model) group of records."""
-
-    operation: str
-    model: str
-    calls: int
-    tokens_in: int
-    tokens_out: int
-    cost_usd: float
-
-
-class CostRepository(Protocol):
-    async def add(self, record: CostRecord) -> None: ...
-
-    async def spent(self, since: datetime, until: datetime) -> float:
-        """Dollars of every record created in [since, until)."""
-        ...
-
-    async def totals(self, query: CostQuery) -> list[CostTotals]:
-        """One row per (operation, model) among the matching records."""
-        ...
-
-
-class CostUnitOfWork(Protocol):
-    costs: CostRepository
-
-    async def __aenter__(self) -> Self: ...
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None: ...
-
-    async def commit(self) -> None: ...
-
-
-class CostUnitOfWorkFactory(Protocol):
-    def __call__(self, *, read_only: bool = False) -> CostUnitOfWork: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,7 +130,7 @@ class CostTracker:
 
     def __init__(
         self,
-        uows: CostUnitOfWorkFactory,
+        uows: UnitOfWorkFactory,
         prices: PriceTable,
         clock: Clock,
         registry: CollectorRegistry,

@@ -11,9 +11,11 @@ from typing import Any, Protocol, Self
 import numpy as np
 import numpy.typing as npt
 
+from agentcore.domain.compression_metrics import CompressionLevel, CompressionMetric, LevelSummary
 from agentcore.domain.episodes import Episode, EpisodeStatus
 from agentcore.domain.models import Layer, Memory, MemoryEvent, ScopeIds
-from agentcore.services.stages import StageMemoryRepository, StageRepository, TaskContextRepository
+from agentcore.domain.pricing import CostQuery, CostRecord, CostTotals
+from agentcore.domain.stages import Stage, StageMemory, TaskContext
 
 Vectors = npt.NDArray[np.float32]
 
@@ -245,6 +247,75 @@ class EpisodeRepository(Protocol):
         ...
 
 
+class StageRepository(Protocol):
+    async def lock_task(self, task_id: str) -> None:
+        """Hold the task against concurrent stage changes until the transaction ends."""
+        ...
+
+    async def add(self, stage: Stage) -> None:
+        """Raises ``Conflict`` when the id is taken or the task already has an active stage;
+        the unit of work stays usable."""
+        ...
+
+    async def update(self, stage: Stage) -> None:
+        """Write its status, completed_at, reason and metadata."""
+        ...
+
+    async def get(self, stage_id: str, *, lock: bool = False) -> Stage | None: ...
+
+    async def active(self, task_id: str, *, lock: bool = False) -> Stage | None:
+        """The task's active stage; ``lock`` holds it against concurrent writers until commit."""
+        ...
+
+    async def of_task(self, task_id: str) -> list[Stage]:
+        """Oldest first."""
+        ...
+
+    async def pending_compression(self, limit: int) -> list[Stage]:
+        """Completed stages that have no stage memory yet, oldest completion first."""
+        ...
+
+
+class StageMemoryRepository(Protocol):
+    async def save(self, memory: StageMemory) -> None:
+        """Insert, or replace the stage memory of the same stage."""
+        ...
+
+    async def get(self, stage_id: str) -> StageMemory | None: ...
+
+    async def of_task(self, task_id: str) -> list[StageMemory]:
+        """Oldest first."""
+        ...
+
+
+class TaskContextRepository(Protocol):
+    async def save(self, context: TaskContext) -> None:
+        """Insert, or replace the context of the same task."""
+        ...
+
+    async def get(self, task_id: str) -> TaskContext | None: ...
+
+
+class CostRepository(Protocol):
+    async def add(self, record: CostRecord) -> None: ...
+
+    async def spent(self, since: datetime, until: datetime) -> float:
+        """Dollars of every record created in [since, until)."""
+        ...
+
+    async def totals(self, query: CostQuery) -> list[CostTotals]:
+        """One row per (operation, model) among the matching records."""
+        ...
+
+
+class CompressionMetricsRepository(Protocol):
+    async def add(self, metric: CompressionMetric) -> None: ...
+
+    async def summary(self, task_id: str) -> dict[CompressionLevel, LevelSummary]:
+        """Per level with at least one compression of the task."""
+        ...
+
+
 class UnitOfWork(Protocol):
     """``async with uow:`` opens one transaction; it rolls back unless ``commit()`` was called."""
 
@@ -256,6 +327,8 @@ class UnitOfWork(Protocol):
     stages: StageRepository
     stage_memories: StageMemoryRepository
     task_contexts: TaskContextRepository
+    costs: CostRepository
+    compression_metrics: CompressionMetricsRepository
 
     async def __aenter__(self) -> Self: ...
 

@@ -17,8 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import replace
-from types import TracebackType
-from typing import Any, Protocol, Self
+from typing import Any
 
 from agentcore.domain.clock import Clock
 from agentcore.domain.errors import Conflict, InvalidParams, InvalidState, StageNotFound
@@ -32,84 +31,13 @@ from agentcore.domain.stages import (
     TaskContext,
     parse_stage_type,
 )
+from agentcore.services.ports import UnitOfWorkFactory
 
 log = logging.getLogger(__name__)
 
 # Changes of one task's stage take turns on a lock of the task; should a writer still lose the
 # race on the "one active stage per task" index, it re-reads the winner's stage and decides again.
 _ATTEMPTS = 4
-
-
-class StageRepository(Protocol):
-    async def lock_task(self, task_id: str) -> None:
-        """Hold the task against concurrent stage changes until the transaction ends."""
-        ...
-
-    async def add(self, stage: Stage) -> None:
-        """Raises ``Conflict`` when the id is taken or the task already has an active stage;
-        the unit of work stays usable."""
-        ...
-
-    async def update(self, stage: Stage) -> None:
-        """Write its status, completed_at, reason and metadata."""
-        ...
-
-    async def get(self, stage_id: str, *, lock: bool = False) -> Stage | None: ...
-
-    async def active(self, task_id: str, *, lock: bool = False) -> Stage | None:
-        """The task's active stage; ``lock`` holds it against concurrent writers until commit."""
-        ...
-
-    async def of_task(self, task_id: str) -> list[Stage]:
-        """Oldest first."""
-        ...
-
-    async def pending_compression(self, limit: int) -> list[Stage]:
-        """Completed stages that have no stage memory yet, oldest completion first."""
-        ...
-
-
-class StageMemoryRepository(Protocol):
-    async def save(self, memory: StageMemory) -> None:
-        """Insert, or replace the stage memory of the same stage."""
-        ...
-
-    async def get(self, stage_id: str) -> StageMemory | None: ...
-
-    async def of_task(self, task_id: str) -> list[StageMemory]:
-        """Oldest first."""
-        ...
-
-
-class TaskContextRepository(Protocol):
-    async def save(self, context: TaskContext) -> None:
-        """Insert, or replace the context of the same task."""
-        ...
-
-    async def get(self, task_id: str) -> TaskContext | None: ...
-
-
-class StageUnitOfWork(Protocol):
-    """The part of the ``UnitOfWork`` the StageManager uses."""
-
-    stages: StageRepository
-    stage_memories: StageMemoryRepository
-    task_contexts: TaskContextRepository
-
-    async def __aenter__(self) -> Self: ...
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None: ...
-
-    async def commit(self) -> None: ...
-
-
-class StageUnitOfWorkFactory(Protocol):
-    def __call__(self, *, read_only: bool = False) -> StageUnitOfWork: ...
 
 
 # Given the task's active stage (or None): the stage type to move to, why, and what to record
@@ -122,7 +50,7 @@ class StageManager:
 
     def __init__(
         self,
-        uow_factory: StageUnitOfWorkFactory,
+        uow_factory: UnitOfWorkFactory,
         clock: Clock,
         *,
         auto_transition: bool,

@@ -23,12 +23,8 @@ from agentcore.domain.models import ScopeIds, StageType
 from agentcore.domain.records import NewMemory
 from agentcore.domain.stages import Stage, StageMemory, StageStatus, TaskContext
 from agentcore.services.memory_manager import ListRequest, MemoryManager
-from agentcore.services.stages import (
-    StageManager,
-    StageMemoryRepository,
-    StageRepository,
-    TaskContextRepository,
-)
+from agentcore.services.ports import StageMemoryRepository, StageRepository, TaskContextRepository
+from agentcore.services.stages import StageManager
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 SCOPE = ScopeIds(task_id="trip-42", agent_id="planner")

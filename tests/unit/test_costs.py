@@ -14,23 +14,13 @@ from prometheus_client import CollectorRegistry
 from pydantic import ValidationError
 
 from agentcore.api.costs import CostReportParams, CostReportResult, cost_methods
+from agentcore.domain.compression_metrics import CompressionLevel, CompressionMetric, LevelSummary
 from agentcore.domain.errors import BudgetExceeded, ConfigurationError, InvalidParams
-from agentcore.domain.pricing import PriceTable, month_bounds
+from agentcore.domain.pricing import CostQuery, CostRecord, CostTotals, PriceTable, month_bounds
 from agentcore.domain.usage import TokenUsage
-from agentcore.services.compression_metrics import (
-    CompressionLevel,
-    CompressionMetric,
-    CompressionMetricsRecorder,
-    CompressionMetricsRepository,
-    LevelSummary,
-)
-from agentcore.services.costs import (
-    CostQuery,
-    CostRecord,
-    CostRepository,
-    CostTotals,
-    CostTracker,
-)
+from agentcore.services.compression_metrics import CompressionMetricsRecorder
+from agentcore.services.costs import CostTracker
+from agentcore.services.ports import CompressionMetricsRepository, CostRepository
 
 MILLION = 1_000_000
 T0 = datetime(2026, 3, 10, 12, 0, tzinfo=UTC)

@@ -30,13 +30,9 @@ from agentcore.domain.stages import (
     TaskContext,
 )
 from agentcore.services.memory_manager import MemoryManager
+from agentcore.services.ports import StageMemoryRepository, StageRepository, TaskContextRepository
 from agentcore.services.retrieval import EnhancedRetrieval
-from agentcore.services.stages import (
-    StageManager,
-    StageMemoryRepository,
-    StageRepository,
-    TaskContextRepository,
-)
+from agentcore.services.stages import StageManager
 from tests.unit.conftest import FakeClock, Services
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)

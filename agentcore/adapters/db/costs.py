@@ -10,12 +10,8 @@ from sqlalchemy import ColumnElement, Table, case, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agentcore.adapters.db.tables import CompressionMetricRow, CostRecordRow
-from agentcore.services.compression_metrics import (
-    CompressionLevel,
-    CompressionMetric,
-    LevelSummary,
-)
-from agentcore.services.costs import CostQuery, CostRecord, CostTotals
+from agentcore.domain.compression_metrics import CompressionLevel, CompressionMetric, LevelSummary
+from agentcore.domain.pricing import CostQuery, CostRecord, CostTotals
 
 _COSTS = cast(Table, CostRecordRow.__table__)
 _METRICS = cast(Table, CompressionMetricRow.__table__)

@@ -22,16 +22,18 @@ from agentcore.adapters.db.stages import (
     SqlStageRepository,
     SqlTaskContextRepository,
 )
-from agentcore.services.compression_metrics import CompressionMetricsRepository
-from agentcore.services.costs import CostRepository
 from agentcore.services.ports import (
+    CompressionMetricsRepository,
+    CostRepository,
     EpisodeRepository,
     HistoryRepository,
     MemoryRepository,
     OutboxRepository,
     SettingsRepository,
+    StageMemoryRepository,
+    StageRepository,
+    TaskContextRepository,
 )
-from agentcore.services.stages import StageMemoryRepository, StageRepository, TaskContextRepository
 
 
 class SqlUnitOfWork:
