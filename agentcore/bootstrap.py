@@ -23,11 +23,14 @@ from agentcore.config import Settings
 from agentcore.domain.clock import Clock, utcnow
 from agentcore.domain.errors import ConfigurationError
 from agentcore.domain.pricing import PriceTable
+from agentcore.domain.scoring import Weights
+from agentcore.services.access import AccessRecorder
 from agentcore.services.compass import COMPRESS_STAGE, CompassService, CompassSettings
 from agentcore.services.compression import ContextCompressor
 from agentcore.services.compression_metrics import CompressionMetricsRecorder
 from agentcore.services.costs import CostTracker
 from agentcore.services.episodic import EpisodicMemoryService
+from agentcore.services.errors import ErrorSignals, ErrorTracker, PatternExtractor
 from agentcore.services.health import HealthService, Probe
 from agentcore.services.jobs import JobHandler, JobQueue
 from agentcore.services.key_value import KeyValueService
@@ -68,6 +71,8 @@ class Container:
     compression_metrics: CompressionMetricsRecorder
     stages: StageManager
     compass: CompassService
+    errors: ErrorTracker
+    access: AccessRecorder
     health: HealthService
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
     closers: list[Probe] = field(default_factory=list)
@@ -78,6 +83,7 @@ class Container:
         try:
             if self.settings.redis_url is None:  # the in-process store ends with the process
                 await self.working.flush_all()
+            await self.access.flush()
             await self.vector_sync.flush()
         finally:
             for close in reversed(self.closers):
@@ -165,8 +171,17 @@ async def _build(
     await vectors.ensure_collection(embedder.dimension, embedder.model_name)
 
     sync = VectorSync(uow_factory, vectors, embedder, clock)
+    access = AccessRecorder(uow_factory)
     retrieval = EnhancedRetrieval(
-        uow_factory, vectors, embedder, clock, settings.memory_max_query_length
+        uow_factory,
+        vectors,
+        embedder,
+        clock,
+        settings.memory_max_query_length,
+        weights=Weights.from_settings(settings.weights),
+        recency_half_life_hours=settings.memory_recency_half_life_hours,
+        access=access,
+        error_signals=ErrorSignals(uow_factory, enabled=settings.error_tracking_enabled),
     )
     stages = StageManager(
         uow_factory,
@@ -241,6 +256,16 @@ async def _build(
     job_handlers: dict[str, JobHandler] = {REPLAY_VECTORS: partial(_replay_vectors, sync)}
     jobs = build_job_queue(settings, job_handlers)
     closers.append(jobs.close)
+    errors = ErrorTracker(
+        uow_factory,
+        memory,
+        clock,
+        enabled=settings.error_tracking_enabled,
+        threshold=settings.error_pattern_detection_threshold,
+        max_content_length=settings.memory_max_context_length,
+        extractor=build_pattern_extractor(settings, closers),
+        costs=costs,
+    )
     metrics = CompressionMetricsRecorder(uow_factory, clock, registry)
     compressor, paid_model = build_compressor(settings, closers, tokens)
     compass = CompassService(
@@ -284,6 +309,8 @@ async def _build(
         compression_metrics=metrics,
         stages=stages,
         compass=compass,
+        errors=errors,
+        access=access,
         registry=registry,
         health=health,
         closers=closers,
@@ -366,6 +393,17 @@ def build_fact_extractor(
     client = _openai_client(settings, "FACT_EXTRACTOR=llm")
     closers.append(client.close)
     return LLMFactExtractor(client, settings.mem0_llm_model)
+
+
+def build_pattern_extractor(settings: Settings, closers: list[Probe]) -> PatternExtractor | None:
+    """LLM-based error pattern extraction, when an LLM is configured."""
+    if settings.openai_api_key is None:
+        return None
+    from agentcore.adapters.extractors.error_patterns import LLMPatternExtractor
+
+    client = _openai_client(settings, "error pattern extraction")
+    closers.append(client.close)
+    return LLMPatternExtractor(client, settings.mem0_llm_model)
 
 
 def _mem0_extractor(settings: Settings, closers: list[Probe], embedder: Embedder) -> FactExtractor:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import Any, Self
@@ -16,6 +16,7 @@ import numpy.typing as npt
 from agentcore.domain.errors import Conflict, ProviderError
 from agentcore.domain.models import Layer, Memory, MemoryEvent
 from agentcore.services.ports import (
+    Access,
     ListQuery,
     OutboxEntry,
     VectorFilter,
@@ -187,12 +188,12 @@ class _Memories:
                 return copy.deepcopy(m)
         return None
 
-    async def record_access(self, memory_ids: Sequence[str], at: datetime) -> None:
-        for memory_id in memory_ids:
+    async def add_accesses(self, accesses: Mapping[str, Access]) -> None:
+        for memory_id, access in accesses.items():
             memory = self._s.memories.get(memory_id)
             if memory is not None:
-                memory.access_count += 1
-                memory.last_accessed_at = at
+                memory.access_count += access.count
+                memory.last_accessed_at = access.at
 
 
 def _listed(m: Memory, q: ListQuery) -> bool:

@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 16 * 1024 * 1024
 WORKING_SWEEP_SECONDS = 60.0  # idle working-memory sessions move to the episodic layer
+ACCESS_FLUSH_SECONDS = 1.0  # retrieval access counts are written in batches
 PENDING_STAGES_SECONDS = 5.0  # stages that ended by an automatic transition get compressed
 
 
@@ -77,6 +78,10 @@ def create_app(
             asyncio.create_task(
                 _every(PENDING_STAGES_SECONDS, container.compass.compress_pending, stop),
                 name="stage-compression",
+            ),
+            asyncio.create_task(
+                _every(ACCESS_FLUSH_SECONDS, container.access.flush, stop),
+                name="access-counts",
             ),
         ]
         try:

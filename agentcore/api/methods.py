@@ -12,6 +12,7 @@ from agentcore.api import params as p
 from agentcore.api.compass import compass_methods
 from agentcore.api.costs import cost_methods
 from agentcore.api.episodic import episodic_methods
+from agentcore.api.error_memory import error_memory_methods
 from agentcore.api.jobs import job_methods
 from agentcore.api.key_value import key_value_methods
 from agentcore.api.procedural import procedural_methods
@@ -119,6 +120,9 @@ def build_methods(c: Container, discover: Callable[[], dict[str, Any]]) -> dict[
                 tags=a.tags,
                 metadata=a.filter,
                 stage_id=a.stage_id,
+                current_stage=a.current_stage,
+                scoring_weights=a.scoring_weights,
+                order_by=a.order_by,
             )
         )
         return schemas.SearchResult(
@@ -126,6 +130,7 @@ def build_methods(c: Container, discover: Callable[[], dict[str, Any]]) -> dict[
             total_count=len(outcome.results),
             searched_layers=[layer.value for layer in outcome.searched_layers],
             searched_scopes=outcome.searched_scopes,
+            weights=outcome.weights,
         )
 
     async def clear(a: p.ClearParams) -> schemas.ClearResult:
@@ -220,6 +225,7 @@ def build_methods(c: Container, discover: Callable[[], dict[str, Any]]) -> dict[
     table += cost_methods(c.costs)
     table += stage_methods(c.stages)
     table += compass_methods(c.compass)
+    table += error_memory_methods(c.errors)
     return {method.name: method for method in table}
 
 

@@ -109,6 +109,18 @@ class SearchParams(ScopeParams):
     )
     tags: Tags | None = Field(None, description="match memories with any of these tags")
     stage_id: Identifier | None = None
+    current_stage: Literal["planning", "execution", "reflection", "verification"] | None = Field(
+        None, description="boost what fits this COMPASS stage"
+    )
+    scoring_weights: Annotated[dict[str, float], Field(max_length=6)] | None = Field(
+        None,
+        description="per-query weights of similarity, recency, frequency, stage_relevance, "
+        "criticality, error_correction: all six summing to 1, or some of them (the other "
+        "defaults are scaled to fill the rest up to 1)",
+    )
+    order_by: Literal["score", "precedence"] = Field(
+        "score", description="precedence: most specific scope first, then score"
+    )
 
 
 class ClearParams(ScopeParams):

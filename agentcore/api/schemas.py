@@ -102,6 +102,8 @@ class SearchHit(BaseModel):
     factors: dict[str, float]
     layer: str
     scope: str
+    contradicts: list[str]  # ids of other results this one contradicts
+    superseded_by: str | None  # the contradicting result preferred over this one (ranked first)
 
     @classmethod
     def of(cls, s: ScoredMemory) -> SearchHit:
@@ -112,6 +114,8 @@ class SearchHit(BaseModel):
             factors={k: round(v, 6) for k, v in s.factors.items()},
             layer=s.memory.layer.value,
             scope=s.memory.scope_level.value,
+            contradicts=list(s.contradicts),
+            superseded_by=s.superseded_by,
         )
 
 
@@ -120,6 +124,7 @@ class SearchResult(BaseModel):
     total_count: int
     searched_layers: list[str]
     searched_scopes: list[str]
+    weights: dict[str, float]  # the score's weights for this query (settings or override)
 
 
 class HistoryEvent(BaseModel):

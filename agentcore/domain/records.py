@@ -6,6 +6,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from agentcore.domain.critical import states_requirement
 from agentcore.domain.errors import ContentTooLong, InvalidLayer, InvalidParams
 from agentcore.domain.models import Layer, Memory, ScopeIds, new_id
 from agentcore.domain.scopes import owning_level
@@ -106,7 +107,8 @@ def build_memory(new: NewMemory, now: datetime, max_length: int, embedding_model
         tags=list(dict.fromkeys(new.tags)),
         key=new.key,
         stage_id=new.stage_id,
-        critical=new.critical,
+        # Constraints and requirements are critical by themselves (FR-5.2).
+        critical=new.critical or states_requirement(new.content),
         expires_at=expiry(now, new.expires_at, new.ttl_seconds),
         source=new.source,
         importance=new.importance,

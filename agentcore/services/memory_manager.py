@@ -20,6 +20,7 @@ from agentcore.domain.records import (
 )
 from agentcore.domain.scopes import owning_level, visible_scope_keys
 from agentcore.services.ports import (
+    Access,
     Embedder,
     ListQuery,
     StageResolver,
@@ -128,7 +129,7 @@ class MemoryManager:
         now = self._clock()
         async with self._uow_factory() as uow:
             memory = await self._visible(uow, memory_id, scope)
-            await uow.memories.record_access([memory.id], now)
+            await uow.memories.add_accesses({memory.id: Access(1, now)})
             await uow.commit()
         memory.access_count += 1
         memory.last_accessed_at = now

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import TracebackType
@@ -13,6 +13,7 @@ import numpy.typing as npt
 
 from agentcore.domain.compression_metrics import CompressionLevel, CompressionMetric, LevelSummary
 from agentcore.domain.episodes import Episode, EpisodeStatus
+from agentcore.domain.error_records import ErrorQuery, ErrorRecord
 from agentcore.domain.models import Layer, Memory, MemoryEvent, ScopeIds
 from agentcore.domain.pricing import CostQuery, CostRecord, CostTotals
 from agentcore.domain.stages import Stage, StageMemory, TaskContext
@@ -132,6 +133,14 @@ class ListQuery:
 
 
 @dataclass(frozen=True, slots=True)
+class Access:
+    """Retrievals of one memory: how many, and the time of the last."""
+
+    count: int
+    at: datetime
+
+
+@dataclass(frozen=True, slots=True)
 class OutboxEntry:
     """A vector write still owed to the vector store: ``op`` is ``upsert`` or ``delete``."""
 
@@ -166,8 +175,9 @@ class MemoryRepository(Protocol):
         """Every memory linked to the stage, oldest first (whatever its scope)."""
         ...
 
-    async def record_access(self, memory_ids: Sequence[str], at: datetime) -> None:
-        """Increment access_count and set last_accessed_at."""
+    async def add_accesses(self, accesses: Mapping[str, Access]) -> None:
+        """Add each access count to access_count and set last_accessed_at to its time
+        (unknown ids are ignored)."""
         ...
 
 
@@ -316,6 +326,16 @@ class CompressionMetricsRepository(Protocol):
         ...
 
 
+class ErrorRecordRepository(Protocol):
+    async def add(self, record: ErrorRecord) -> None: ...
+
+    async def delete(self, error_id: str) -> None: ...
+
+    async def query(self, query: ErrorQuery) -> list[ErrorRecord]:
+        """Newest first; each record carries the type of its stage when the stage exists."""
+        ...
+
+
 class UnitOfWork(Protocol):
     """``async with uow:`` opens one transaction; it rolls back unless ``commit()`` was called."""
 
@@ -329,6 +349,7 @@ class UnitOfWork(Protocol):
     task_contexts: TaskContextRepository
     costs: CostRepository
     compression_metrics: CompressionMetricsRepository
+    errors: ErrorRecordRepository
 
     async def __aenter__(self) -> Self: ...
 

@@ -1,23 +1,37 @@
-"""EnhancedRetrieval: candidates from the vector store, checked against the database, ranked.
+"""EnhancedRetrieval: candidates (dense + lexical, fused: ``agentcore.services.candidates``),
+checked against the database, ranked.
 
-Ranking today is by similarity alone; ``_rank`` is the seam where the multi-factor score
-(DESIGN §4) plugs in. ``similarity`` is the cosine to the query clipped to [0, 1].
+Ranking (``_rank`` and after) is the multi-factor score of ``agentcore.domain.scoring``
+(DESIGN §4): the top ``limit`` by score, contradicting results flagged and the superseded one
+placed after the one preferred over it (``agentcore.domain.contradictions``), optionally
+ordered by scope precedence; the accesses are then noted for the background writer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 from agentcore.domain.clock import Clock
-from agentcore.domain.errors import QueryTooLong
-from agentcore.domain.models import Layer, Memory, ScopeIds
+from agentcore.domain.contradictions import resolve, superseded_last
+from agentcore.domain.errors import InvalidParams, QueryTooLong
+from agentcore.domain.models import Layer, Memory, ScopeIds, StageType
 from agentcore.domain.records import STORED_LAYERS, parse_layer
 from agentcore.domain.scopes import visible_scope_keys
+from agentcore.domain.scoring import (
+    ScoreContext,
+    Weights,
+    combine,
+    factors,
+    parse_current_stage,
+)
+from agentcore.services.access import AccessRecorder
+from agentcore.services.candidates import CandidateGenerator, Fusion, LexicalIndex
 from agentcore.services.ports import Embedder, UnitOfWorkFactory, VectorFilter, VectorStore
 
-# Extra candidates fetched beyond ``limit`` so that vectors whose memory was just deleted
-# (the vector delete still queued) do not shorten a page.
+# Candidates ranked beyond ``limit``, so the other factors of the score can lift a memory that
+# is slightly less relevant (candidates come from ``agentcore.services.candidates``).
 _SLACK = 8
 
 
@@ -32,6 +46,9 @@ class SearchQuery:
     tags: Sequence[str] | None = None
     metadata: dict[str, str | int | bool] | None = None
     stage_id: str | None = None
+    current_stage: str | None = None  # a stage type: boosts what fits it (FR-5.3)
+    scoring_weights: Mapping[str, float] | None = None  # full or partial (domain.scoring)
+    order_by: str = "score"  # or "precedence": most specific scope first, then score
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +57,8 @@ class ScoredMemory:
     score: float
     similarity: float
     factors: dict[str, float] = field(default_factory=dict)
+    contradicts: tuple[str, ...] = ()  # ids of other results this one contradicts
+    superseded_by: str | None = None  # the contradicting result preferred over this one
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +66,22 @@ class SearchOutcome:
     results: list[ScoredMemory]
     searched_layers: list[Layer]
     searched_scopes: list[str]
+    weights: dict[str, float] = field(default_factory=dict)  # the weights the score used
+
+
+class ErrorCorrectionSource(Protocol):
+    """The error tracker's retrieval signal (FR-4.4)."""
+
+    async def error_correction(
+        self, query: str, scope: ScopeIds, memories: Sequence[Memory]
+    ) -> Mapping[str, float]:
+        """Memory id → [0, 1]: how much the memory corrected, or relates to, recent errors of
+        the caller's task or agent. Ids left out score 0."""
+        ...
+
+
+ORDERS = ("score", "precedence")
+_STAGE_CACHE = 10_000  # stage id → type entries kept (a stage never changes type)
 
 
 class EnhancedRetrieval:
@@ -57,18 +92,32 @@ class EnhancedRetrieval:
         embedder: Embedder,
         clock: Clock,
         max_query_length: int,
+        *,
+        weights: Weights | None = None,
+        recency_half_life_hours: float = 168.0,
+        access: AccessRecorder | None = None,
+        error_signals: ErrorCorrectionSource | None = None,
+        lexical: LexicalIndex | None = None,
+        fusion: Fusion | None = None,
     ) -> None:
+        self._candidates = CandidateGenerator(uow_factory, vectors, embedder, lexical, fusion)
         self._uow_factory = uow_factory
         self._vectors = vectors
         self._embedder = embedder
         self._clock = clock
         self._max_query_length = max_query_length
+        self._weights = weights or Weights()
+        self._half_life = recency_half_life_hours
+        self._access = access
+        self._error_signals = error_signals
+        self._stage_types: dict[str, StageType] = {}
 
     async def search(self, q: SearchQuery) -> SearchOutcome:
         if len(q.query) > self._max_query_length:
             raise QueryTooLong(
                 f"query has {len(q.query)} characters; the limit is {self._max_query_length}"
             )
+        weights, current_stage = self._scoring(q)  # invalid params fail before any work
         keys = visible_scope_keys(q.scope, q.scopes)
         layers = list(STORED_LAYERS) if q.layers is None else [parse_layer(v) for v in q.layers]
         now = self._clock()
@@ -80,24 +129,79 @@ class EnhancedRetrieval:
             metadata=q.metadata or None,
             alive_at=now.timestamp(),
         )
-        vector = (await self._embedder.embed([q.query]))[0]
-        hits = await self._vectors.search(vector, flt, q.limit + _SLACK, q.threshold)
-        async with self._uow_factory(read_only=True) as uow:
-            memories = await uow.memories.get_many([hit.id for hit in hits])
-        by_id = {m.id: m for m in memories if m.scope_key in keys and not m.is_expired(now)}
-        ranked = self._rank(
-            [(by_id[hit.id], hit.score) for hit in hits if hit.id in by_id],
+        candidates = await self._candidates.generate(
+            q.query, flt, q.limit + _SLACK, q.threshold, now
         )
+        ctx = ScoreContext(now, weights, self._half_life, current_stage)
         return SearchOutcome(
-            results=ranked[: q.limit],
+            results=await self._rank(q, candidates, ctx),
             searched_layers=layers,
             searched_scopes=[key.split(":", 1)[0] for key in keys],
+            weights=weights.as_dict(),
         )
 
-    def _rank(self, candidates: list[tuple[Memory, float]]) -> list[ScoredMemory]:
+    def _scoring(self, q: SearchQuery) -> tuple[Weights, StageType | None]:
+        if q.order_by not in ORDERS:
+            raise InvalidParams(
+                f"unknown order_by {q.order_by!r}",
+                errors=[{"field": "order_by", "message": "one of " + ", ".join(ORDERS)}],
+            )
+        return self._weights.override(q.scoring_weights or {}), parse_current_stage(q.current_stage)
+
+    async def _rank(
+        self, q: SearchQuery, candidates: list[tuple[Memory, float]], ctx: ScoreContext
+    ) -> list[ScoredMemory]:
+        """The top ``q.limit`` candidates (memory, relevance in [0, 1]) by score, contradictions
+        flagged, in the requested order; their accesses are noted."""
+        memories = [memory for memory, _ in candidates]
+        if ctx.current_stage is not None:
+            ctx = replace(ctx, stage_types=await self._stage_types_of(memories))
+        if self._error_signals is not None and memories:
+            signals = await self._error_signals.error_correction(q.query, q.scope, memories)
+            ctx = replace(ctx, error_correction=signals)
         scored = []
-        for memory, cosine in candidates:
-            similarity = min(max(cosine, 0.0), 1.0)
-            scored.append(ScoredMemory(memory, similarity, similarity, {"similarity": similarity}))
+        for memory, relevance in candidates:
+            values = factors(memory, relevance, ctx)
+            scored.append(
+                ScoredMemory(memory, combine(values, ctx.weights), values["similarity"], values)
+            )
         scored.sort(key=lambda s: s.score, reverse=True)
-        return scored
+        top = scored[: q.limit]
+        if q.order_by == "precedence":  # chosen by score, shown most specific scope first
+            top.sort(key=lambda s: (s.memory.scope_level.precedence, -s.score))
+        top = _flag_contradictions(top)
+        if self._access is not None:
+            self._access.note([s.memory.id for s in top], ctx.now)
+        return top
+
+    async def _stage_types_of(self, memories: Sequence[Memory]) -> dict[str, StageType]:
+        """The stage type of every stage the memories were written in (cached: it never
+        changes)."""
+        wanted = {m.stage_id for m in memories if m.stage_id is not None}
+        missing = wanted - self._stage_types.keys()
+        if missing:
+            async with self._uow_factory(read_only=True) as uow:
+                for stage_id in sorted(missing):
+                    stage = await uow.stages.get(stage_id)
+                    if stage is not None:
+                        if len(self._stage_types) >= _STAGE_CACHE:
+                            self._stage_types.clear()
+                        self._stage_types[stage_id] = stage.stage_type
+        return {sid: self._stage_types[sid] for sid in wanted if sid in self._stage_types}
+
+
+def _flag_contradictions(results: list[ScoredMemory]) -> list[ScoredMemory]:
+    """Mark results that contradict each other; a superseded one goes right after the result
+    preferred over it."""
+    resolution = resolve([s.memory for s in results])
+    if not resolution.contradicts:
+        return results
+    flagged = [
+        replace(
+            s,
+            contradicts=tuple(resolution.contradicts.get(s.memory.id, ())),
+            superseded_by=resolution.superseded_by.get(s.memory.id),
+        )
+        for s in results
+    ]
+    return superseded_last(flagged, lambda s: s.memory.id, resolution.superseded_by)

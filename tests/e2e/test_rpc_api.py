@@ -38,7 +38,15 @@ def test_add_then_search_returns_it_first(client: TestClient) -> None:
     found = result(client, "memory.search", query="What is the name of Caroline's dog?", **scope)
     top = found["results"][0]
     assert top["memory"]["id"] == added["memory_id"]
-    assert set(top) == {"memory", "score", "similarity", "factors", "layer", "scope"}
+    assert set(top) >= {"memory", "score", "similarity", "factors", "layer", "scope"}
+    assert set(top["factors"]) == {
+        "similarity",
+        "recency",
+        "frequency",
+        "stage_relevance",
+        "criticality",
+        "error_correction",
+    }
     assert found["searched_scopes"] == ["user"]
 
 

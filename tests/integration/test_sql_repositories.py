@@ -31,7 +31,7 @@ from agentcore.domain.models import (
     ScopeLevel,
     new_id,
 )
-from agentcore.services.ports import ListQuery
+from agentcore.services.ports import Access, ListQuery
 from tests.conftest import migrate
 
 T0 = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
@@ -300,21 +300,21 @@ async def test_total_ignores_the_cursor_and_the_limit(uows: SqlUnitOfWorkFactory
     assert total == 5
 
 
-async def test_record_access_increments_and_stamps(uows: SqlUnitOfWorkFactory) -> None:
+async def test_add_accesses_increments_and_stamps(uows: SqlUnitOfWorkFactory) -> None:
     memory, untouched = make_memory(access_count=2), make_memory()
     await add_all(uows, memory, untouched)
     later = datetime(2025, 6, 1, 10, tzinfo=PLUS_TWO)
 
     async with uows() as uow:
-        await uow.memories.record_access([memory.id], T0)
-        await uow.memories.record_access([memory.id, new_id()], later)
+        await uow.memories.add_accesses({memory.id: Access(1, T0)})
+        await uow.memories.add_accesses({memory.id: Access(2, later), new_id(): Access(1, later)})
         seen_inside = await uow.memories.get(memory.id)
         await uow.commit()
 
     stored = await get(uows, memory.id)
     assert seen_inside == stored
     assert stored is not None
-    assert stored.access_count == 4
+    assert stored.access_count == 5
     assert stored.last_accessed_at == later
     assert_utc(stored.last_accessed_at)
     assert await get(uows, untouched.id) == untouched
@@ -494,7 +494,7 @@ async def test_concurrent_read_then_write_units_of_work_all_succeed(
     async def bump(i: int) -> None:
         async with uows() as uow:
             await uow.memories.get(counter.id)
-            await uow.memories.record_access([counter.id], T0)
+            await uow.memories.add_accesses({counter.id: Access(1, T0)})
             await uow.memories.add(make_memory(content=f"m{i}"))
             await uow.commit()
 

@@ -166,8 +166,8 @@ async def test_different_facts_and_other_scopes_are_not_merged(services: Service
 async def test_a_critical_duplicate_makes_the_fact_critical(services: Services) -> None:
     extractor = FakeExtractor(
         {
-            "nuts?": [("The user is allergic to nuts", "constraint", 0.5, False)],
-            "nuts!": [("The user is allergic to nuts", "constraint", 0.9, True)],
+            "nuts?": [("The user prefers window seats", "preference", 0.5, False)],
+            "nuts!": [("The user prefers window seats", "preference", 0.9, True)],
         }
     )
     service = _service(services, extractor)

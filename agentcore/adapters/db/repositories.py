@@ -3,7 +3,7 @@ store settings. Each works inside the unit of work's ``AsyncSession``."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -32,6 +32,7 @@ from agentcore.adapters.db.dialect import (
     json_object_matches,
     upsert,
 )
+from agentcore.adapters.db.lexical import LexicalWriter
 from agentcore.adapters.db.tables import (
     MemoryHistoryRow,
     MemoryRow,
@@ -41,7 +42,7 @@ from agentcore.adapters.db.tables import (
 from agentcore.adapters.db.types import UTCDateTime
 from agentcore.domain.errors import Conflict, MemoryNotFound
 from agentcore.domain.models import EventKind, Layer, Memory, MemoryEvent, ScopeIds, ScopeLevel
-from agentcore.services.ports import ListQuery, OutboxEntry
+from agentcore.services.ports import Access, ListQuery, OutboxEntry
 
 _TABLE = cast(Table, MemoryRow.__table__)
 _HISTORY = cast(Table, MemoryHistoryRow.__table__)
@@ -115,6 +116,7 @@ class SqlMemoryRepository:
     def __init__(self, session: AsyncSession, dialect: str) -> None:
         self._session = session
         self._dialect = dialect
+        self._lexical = LexicalWriter(session, dialect)  # the lexical index, same transaction
 
     async def add(self, memory: Memory) -> None:
         """Raises ``Conflict`` when the id, or the key within the scope, is already taken.
@@ -128,6 +130,7 @@ class SqlMemoryRepository:
                 memory_id=memory.id,
                 key=memory.key,
             )
+        await self._lexical.index(memory)
 
     async def get(self, memory_id: str) -> Memory | None:
         rows = (await self._session.execute(_select().where(_TABLE.c.id == memory_id))).mappings()
@@ -155,10 +158,12 @@ class SqlMemoryRepository:
             ) from exc
         if result.rowcount == 0:
             raise MemoryNotFound("memory not found", memory_id=memory.id)
+        await self._lexical.index(memory)
 
     async def delete(self, memory_ids: Sequence[str]) -> int:
         deleted = 0
         for part in chunks(list(dict.fromkeys(memory_ids))):
+            await self._lexical.remove(part)
             stmt = delete(_TABLE).where(_TABLE.c.id.in_(part))
             result = cast(CursorResult[Any], await self._session.execute(stmt))
             deleted += result.rowcount
@@ -204,15 +209,19 @@ class SqlMemoryRepository:
         row = (await self._session.execute(stmt)).mappings().first()
         return None if row is None else memory_from_row(row)
 
-    async def record_access(self, memory_ids: Sequence[str], at: datetime) -> None:
-        """Increment access_count and set last_accessed_at, in one UPDATE (no read)."""
-        for part in chunks(list(dict.fromkeys(memory_ids))):
-            stmt = (
-                update(_TABLE)
-                .where(_TABLE.c.id.in_(part))
-                .values(access_count=_TABLE.c.access_count + 1, last_accessed_at=at)
-            )
-            await self._session.execute(stmt)
+    async def add_accesses(self, accesses: Mapping[str, Access]) -> None:
+        """One UPDATE (no read) per group of memories with the same count and time."""
+        groups: dict[tuple[int, datetime], list[str]] = {}
+        for memory_id, access in accesses.items():
+            groups.setdefault((access.count, access.at), []).append(memory_id)
+        for (count, at), ids in groups.items():
+            for part in chunks(ids):
+                stmt = (
+                    update(_TABLE)
+                    .where(_TABLE.c.id.in_(part))
+                    .values(access_count=_TABLE.c.access_count + count, last_accessed_at=at)
+                )
+                await self._session.execute(stmt)
 
     async def _count(self, query: ListQuery) -> int:
         stmt = select(func.count()).select_from(_TABLE).where(*self._filters(query))

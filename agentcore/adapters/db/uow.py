@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from agentcore.adapters.db.costs import SqlCompressionMetricsRepository, SqlCostRepository
 from agentcore.adapters.db.engine import READ_ONLY
 from agentcore.adapters.db.episodes import SqlEpisodeRepository
+from agentcore.adapters.db.error_records import SqlErrorRecordRepository
 from agentcore.adapters.db.repositories import (
     SqlHistoryRepository,
     SqlMemoryRepository,
@@ -26,6 +27,7 @@ from agentcore.services.ports import (
     CompressionMetricsRepository,
     CostRepository,
     EpisodeRepository,
+    ErrorRecordRepository,
     HistoryRepository,
     MemoryRepository,
     OutboxRepository,
@@ -48,6 +50,7 @@ class SqlUnitOfWork:
     stages: StageRepository
     stage_memories: StageMemoryRepository
     task_contexts: TaskContextRepository
+    errors: ErrorRecordRepository
     compression_metrics: CompressionMetricsRepository
 
     def __init__(self, session_factory: async_sessionmaker[AsyncSession]) -> None:
@@ -69,6 +72,7 @@ class SqlUnitOfWork:
         self.stages = SqlStageRepository(session, dialect)
         self.stage_memories = SqlStageMemoryRepository(session, dialect)
         self.task_contexts = SqlTaskContextRepository(session, dialect)
+        self.errors = SqlErrorRecordRepository(session, dialect)
         self.compression_metrics = SqlCompressionMetricsRepository(session, dialect)
         return self
 
