@@ -1,0 +1,197 @@
+"""Search candidates: dense (vector store) and lexical (BM25) hits fused into one relevance.
+
+Dense similarity with a small embedder misses many exact-name and exact-word questions; BM25
+misses paraphrases. Both sides fetch their best ``pool`` memories under the same filter; the
+union is checked against the database (scope, expiry, existence: the rows decide) and each
+memory gets
+
+    relevance = w · cosine⁺ + (1 − w) · bm25 / max bm25                     (both in [0, 1])
+
+(normalized score blending: reciprocal rank fusion throws the score gaps away and, with a weak
+dense side, lets its poor ranks in). A memory missing from one side's full list is given that
+list's last score, the most it can have; from a list that was not full, zero. With one side
+empty (no lexical index, no word in common, no vector yet) the other side alone decides.
+
+Evidence clusters in episodes: a memory whose session holds other strong candidates is more
+likely what was asked about. The relevance is finally blended with its episode's strength
+(the mean of the episode's best ``episode_top`` relevances, relative to the best episode);
+a memory without a session is an episode of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from agentcore.domain.models import Memory
+from agentcore.services.ports import (
+    Embedder,
+    UnitOfWorkFactory,
+    VectorFilter,
+    VectorHit,
+    VectorStore,
+)
+
+
+class LexicalIndex(Protocol):
+    """Full-text search over memories (BM25 or equivalent), kept up to date on every write."""
+
+    async def search(self, query: str, flt: VectorFilter, limit: int) -> list[VectorHit]:
+        """The best ``limit`` memories matching ``flt``, best first; ``score`` > 0, higher is
+        better, comparable only within one call. Expired and deleted memories never appear."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Fusion:
+    """How dense and lexical candidates are combined (see the module docstring)."""
+
+    dense_weight: float = 0.4
+    episode_weight: float = 0.3
+    episode_top: int = 3
+    pool: int = 50  # candidates fetched from each side
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.dense_weight <= 1.0 or self.episode_weight < 0.0:
+            raise ValueError("dense_weight must be in [0, 1] and episode_weight >= 0")
+        if self.episode_top < 1 or self.pool < 1:
+            raise ValueError("episode_top and pool must be positive")
+
+
+def floor_of(hits: Sequence[VectorHit], requested: int) -> float:
+    """The most a memory missing from ``hits`` can score: the last score of a full list."""
+    return hits[-1].score if hits and len(hits) >= requested else 0.0
+
+
+def fuse(
+    dense: Mapping[str, float],
+    lexical: Mapping[str, float],
+    dense_weight: float,
+    *,
+    dense_floor: float = 0.0,
+    lexical_floor: float = 0.0,
+) -> dict[str, float]:
+    """Relevance in [0, 1] of every id in either map: cosine clipped to [0, 1], BM25 divided by
+    the best BM25, blended with ``dense_weight``; a missing side takes its floor."""
+    if not dense and not lexical:
+        return {}
+    weight = dense_weight if dense and lexical else (1.0 if dense else 0.0)
+    best = max(lexical.values(), default=0.0)
+    fused = {}
+    for memory_id in dict.fromkeys([*dense, *lexical]):
+        cosine = _unit(dense.get(memory_id, dense_floor))
+        bm25 = lexical.get(memory_id, lexical_floor) / best if best > 0 else 0.0
+        fused[memory_id] = weight * cosine + (1.0 - weight) * _unit(bm25)
+    return fused
+
+
+def with_episodes(
+    relevance: Mapping[str, float],
+    episodes: Mapping[str, Hashable],
+    weight: float,
+    top: int,
+) -> dict[str, float]:
+    """``relevance`` blended with the strength of each id's episode, still in [0, 1].
+
+    ``episodes`` maps an id to its episode (ids left out are episodes of their own)."""
+    if weight <= 0 or not relevance:
+        return dict(relevance)
+    members: dict[Hashable, list[float]] = {}
+    for memory_id, value in relevance.items():
+        members.setdefault(episodes.get(memory_id, ("memory", memory_id)), []).append(value)
+    strength = {key: _mean_top(values, top) for key, values in members.items()}
+    best = max(strength.values())
+    if best <= 0:
+        return dict(relevance)
+    return {
+        memory_id: (
+            value + weight * strength[episodes.get(memory_id, ("memory", memory_id))] / best
+        )
+        / (1.0 + weight)
+        for memory_id, value in relevance.items()
+    }
+
+
+def episode_of(memory: Memory) -> Hashable:
+    """The episode a memory belongs to: its session within its scope and layer."""
+    if memory.scope.session_id is None:
+        return ("memory", memory.id)
+    return (memory.scope_key, memory.layer.value, memory.scope.session_id)
+
+
+class CandidateGenerator:
+    """Dense and lexical candidates for a query, fused into (memory, relevance) pairs."""
+
+    def __init__(
+        self,
+        uow_factory: UnitOfWorkFactory,
+        vectors: VectorStore,
+        embedder: Embedder,
+        lexical: LexicalIndex | None = None,
+        fusion: Fusion | None = None,
+    ) -> None:
+        self._uow_factory = uow_factory
+        self._vectors = vectors
+        self._embedder = embedder
+        self._lexical = lexical
+        self._fusion = fusion or Fusion()
+
+    async def generate(
+        self,
+        query: str,
+        flt: VectorFilter,
+        limit: int,
+        threshold: float | None,
+        now: datetime,
+    ) -> list[tuple[Memory, float]]:
+        """Up to ``limit`` live memories visible under ``flt``, most relevant first, each with
+        its relevance in [0, 1] (at least ``threshold`` when one is given)."""
+        pool = max(self._fusion.pool, limit)
+        dense, lexical = await asyncio.gather(
+            self._dense(query, flt, pool), self._lexical_hits(query, flt, pool)
+        )
+        ids = list(dict.fromkeys([hit.id for hit in dense] + [hit.id for hit in lexical]))
+        if not ids:
+            return []
+        async with self._uow_factory(read_only=True) as uow:
+            found = await uow.memories.get_many(ids)
+        keys = set(flt.scope_keys)
+        live = {m.id: m for m in found if m.scope_key in keys and not m.is_expired(now)}
+        relevance = fuse(
+            {hit.id: hit.score for hit in dense if hit.id in live},
+            {hit.id: hit.score for hit in lexical if hit.id in live},
+            self._fusion.dense_weight,
+            dense_floor=floor_of(dense, pool),
+            lexical_floor=floor_of(lexical, pool),
+        )
+        relevance = with_episodes(
+            relevance,
+            {memory_id: episode_of(live[memory_id]) for memory_id in relevance},
+            self._fusion.episode_weight,
+            self._fusion.episode_top,
+        )
+        ranked = sorted(relevance.items(), key=lambda item: (-item[1], item[0]))
+        if threshold is not None:
+            ranked = [(memory_id, value) for memory_id, value in ranked if value >= threshold]
+        return [(live[memory_id], value) for memory_id, value in ranked[:limit]]
+
+    async def _dense(self, query: str, flt: VectorFilter, pool: int) -> list[VectorHit]:
+        vector = (await self._embedder.embed([query]))[0]
+        return await self._vectors.search(vector, flt, pool)
+
+    async def _lexical_hits(self, query: str, flt: VectorFilter, pool: int) -> list[VectorHit]:
+        if self._lexical is None:
+            return []
+        return await self._lexical.search(query, flt, pool)
+
+
+def _unit(value: float) -> float:
+    return min(max(value, 0.0), 1.0)
+
+
+def _mean_top(values: list[float], top: int) -> float:
+    best = sorted(values, reverse=True)[:top]
+    return sum(best) / len(best)
