@@ -304,7 +304,10 @@ async def test_a_stage_compressed_by_the_llm_is_paid_for_and_reported(
         await container.aclose()
     memory = done.stage_memory
     assert memory is not None
-    assert memory.engine == "llm:gpt-4.1-mini"
+    # The LLM wrote the first drafts (its summary may then lose to the extractive fallback when
+    # the scripted reply misses a fact the service marked critical); either way it was paid.
+    attempts = memory.quality_metrics["attempts"]
+    assert attempts[0]["engine"] == "llm:gpt-4.1-mini"
     assert memory.cost_usd > 0
     assert fake.requests[0]["model"] == "gpt-4.1-mini"
     assert report.totals.cost_usd == pytest.approx(memory.cost_usd)
