@@ -26,11 +26,13 @@ from typing import Any, cast
 from sqlalchemy import (
     ColumnElement,
     Float,
+    Integer,
     String,
     Table,
     bindparam,
     column,
     func,
+    insert,
     literal,
     literal_column,
     or_,
@@ -39,9 +41,11 @@ from sqlalchemy import (
     text,
     tuple_,
 )
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from sqlalchemy.sql.elements import BindParameter, ColumnClause
+from sqlalchemy.types import Text
 
 from agentcore.adapters.db.dialect import json_array_contains_any, json_object_matches
 from agentcore.adapters.db.engine import READ_ONLY
@@ -52,15 +56,32 @@ from agentcore.services.ports import VectorFilter, VectorHit
 
 FTS_TABLE = "memory_lexical"  # SQLite: the FTS5 table; Postgres: the plain table
 FTS_DOCS = "memory_lexical_docs"  # SQLite only: memory id -> FTS5 rowid
+FTS_TERMS = "memory_lexical_terms"  # Postgres only: postings, kept by a trigger
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 PG_CONFIG = "english"
 # Field weights, in FTS5 column order after ``scope`` (which has weight 0).
 BODY, NEIGHBOUR, META = 1.0, 0.35, 0.5
 MAX_QUERY_TERMS = 32
+_PG_PREFETCH = 4  # Postgres: candidates scored per result wanted, before the row filters
 _NEIGHBOUR_CHARS = 2_000  # context taken from each neighbour
 _META_CHARS = 2_000
 
 _MEMORIES = cast(Table, MemoryRow.__table__)
+# Where each document sits (scope, session, layer, time): neighbours are found through these
+# columns and their index, never by scanning the memories of a scope.
+_PLACE_COLUMNS = ("memory_id", "scope_key", "layer", "session_id")
+_PLACES = table(
+    FTS_DOCS,
+    column("doc_id", Integer()),
+    *(column(name, String()) for name in _PLACE_COLUMNS),
+    column("created_at", UTCDateTime()),
+)
+_PLACES_PG = table(
+    FTS_TABLE,
+    *(column(name, String()) for name in _PLACE_COLUMNS),
+    column("created_at", UTCDateTime()),
+    *(column(name, Text()) for name in ("body", "ctx_before", "ctx_after", "meta")),
+)
 _TERM = re.compile(r"[^\W_]+")
 # PostgreSQL's english stop words (the Snowball list), so both backends ignore the same words.
 _STOP_WORDS_TEXT = """i me my myself we our ours ourselves you your yours yourself yourselves
@@ -144,43 +165,56 @@ class LexicalWriter:
     async def _neighbours(
         self, place: _Place, exclude: Sequence[str]
     ) -> tuple[tuple[str, str] | None, tuple[str, str] | None]:
-        """(id, content) of the memories just before and after ``place`` in its session."""
+        """(id, content) of the documents just before and after ``place`` in its session
+        (found through the index's own (scope, session, layer, time) index)."""
         if place.session_id is None:
             return None, None
-        m = _MEMORIES.c
-        own = tuple_(m.created_at, m.id)
+        p = _PLACES_PG.c if self._pg else _PLACES.c
+        own = tuple_(p.created_at, p.memory_id)
         at = tuple_(literal(place.created_at, UTCDateTime()), literal(place.id, String()))
-        base = select(m.id, m.content).where(
-            m.scope_key == place.scope_key, m.layer == place.layer, m.session_id == place.session_id
+        content = p.body if self._pg else _MEMORIES.c.content
+        base = select(p.memory_id, content).where(
+            p.scope_key == place.scope_key, p.session_id == place.session_id, p.layer == place.layer
         )
+        if not self._pg:
+            base = base.join(_MEMORIES, _MEMORIES.c.id == p.memory_id)
         if exclude:
-            base = base.where(m.id.not_in(list(exclude)))
+            base = base.where(p.memory_id.not_in(list(exclude)))
         found: list[tuple[str, str] | None] = []
         for stmt in (
-            base.where(own < at).order_by(m.created_at.desc(), m.id.desc()).limit(1),
-            base.where(own > at).order_by(m.created_at.asc(), m.id.asc()).limit(1),
+            base.where(own < at).order_by(p.created_at.desc(), p.memory_id.desc()).limit(1),
+            base.where(own > at).order_by(p.created_at.asc(), p.memory_id.asc()).limit(1),
         ):
             row = (await self._session.execute(stmt)).first()
             found.append(None if row is None else (str(row[0]), str(row[1])))
         return found[0], found[1]
 
     async def _put(self, memory: Memory, before: str, after: str) -> None:
-        values = {
-            "id": memory.id,
-            "scope": memory.scope_key,
+        place = {
+            "memory_id": memory.id,
+            "scope_key": memory.scope_key,
+            "layer": memory.layer.value,
+            "session_id": memory.scope.session_id,
+            "created_at": memory.created_at,
+        }
+        fields = {
             "body": memory.content,
             "ctx_before": before,
             "ctx_after": after,
             "meta": meta_text(memory.key, memory.tags, memory.metadata),
         }
         if self._pg:
-            await self._session.execute(_PG_UPSERT, values)
+            stmt = postgresql.insert(_PLACES_PG).values(**place, **fields)
+            update = {
+                name: stmt.excluded[name] for name in (*place, *fields) if name != "memory_id"
+            }
+            await self._session.execute(
+                stmt.on_conflict_do_update(index_elements=["memory_id"], set_=update)
+            )
             return
         await self._delete([memory.id])
-        await self._session.execute(
-            text(f"INSERT INTO {FTS_DOCS} (memory_id) VALUES (:id)"), {"id": memory.id}
-        )
-        values["scope"] = scope_token(memory.scope_key)
+        await self._session.execute(insert(_PLACES).values(**place))
+        values = {"id": memory.id, "scope": scope_token(memory.scope_key), **fields}
         await self._session.execute(_FTS_INSERT, values)
 
     async def _set(self, memory_id: str, field: str, value: str) -> None:
@@ -209,13 +243,6 @@ class LexicalWriter:
             await self._session.execute(text(sql).bindparams(ids))
 
 
-_PG_UPSERT = text(
-    f"INSERT INTO {FTS_TABLE} (memory_id, scope_key, body, ctx_before, ctx_after, meta) "
-    "VALUES (:id, :scope, :body, :ctx_before, :ctx_after, :meta) "
-    "ON CONFLICT (memory_id) DO UPDATE SET scope_key = excluded.scope_key, "
-    "body = excluded.body, ctx_before = excluded.ctx_before, ctx_after = excluded.ctx_after, "
-    "meta = excluded.meta"
-)
 _FTS_INSERT = text(
     f"INSERT INTO {FTS_TABLE} (rowid, scope, body, ctx_before, ctx_after, meta) "
     "SELECT doc_id, :scope, :body, :ctx_before, :ctx_after, :meta "
@@ -255,9 +282,12 @@ class SqlLexicalIndex:
         terms = query_terms(query)
         if not terms or not flt.scope_keys or limit <= 0:
             return []
-        dialect = "postgresql" if self._pg else "sqlite"
-        stmt = self._pg_query(terms, flt) if self._pg else self._fts_query(terms, flt)
-        stmt = stmt.where(*_filters(dialect, flt)).limit(limit)
+        filters = _filters("postgresql" if self._pg else "sqlite", flt)
+        if self._pg:
+            stmt = self._pg_query(terms, flt, limit, filters)
+        else:
+            stmt = self._fts_query(terms, flt).where(*filters)
+        stmt = stmt.limit(limit)
         async with self._engine.connect() as conn:
             rows = (await conn.execute(stmt)).all()
         return [VectorHit(str(row[0]), float(row[1])) for row in rows if row[1] > 0]
@@ -267,8 +297,10 @@ class SqlLexicalIndex:
         words = " OR ".join(f'"{term}"' for term in terms)
         match = f"scope : ({scopes}) AND {{body ctx_before ctx_after meta}} : ({words})"
         fts: ColumnClause[Any] = literal_column(FTS_TABLE)
-        # bm25() is lower for better matches; its arguments weight the columns in order.
-        rank = func.bm25(fts, 0.0, BODY, NEIGHBOUR, NEIGHBOUR, META)
+        # FTS5's rank is bm25() with these column weights (lower is better). Ordering by it lets
+        # FTS5 sort inside the index, so only the best rows reach the joins and filters.
+        rank: ColumnClause[Any] = literal_column(f"{FTS_TABLE}.rank")
+        weights = ", ".join(str(w) for w in (0.0, BODY, NEIGHBOUR, NEIGHBOUR, META))
         docs = table(FTS_DOCS, column("doc_id"), column("memory_id"))
         return (
             select(docs.c.memory_id, (-rank).label("score"))
@@ -276,22 +308,34 @@ class SqlLexicalIndex:
             .join(docs, docs.c.doc_id == literal_column(f"{FTS_TABLE}.rowid"))
             .join(_MEMORIES, _MEMORIES.c.id == docs.c.memory_id)
             .where(fts.op("MATCH")(literal(match, String())))
+            .where(rank.op("MATCH")(literal(f"bm25({weights})", String())))
             .order_by(rank)
         )
 
-    def _pg_query(self, terms: list[str], flt: VectorFilter) -> Any:
+    def _pg_query(
+        self, terms: list[str], flt: VectorFilter, limit: int, filters: list[ColumnElement[bool]]
+    ) -> Any:
+        """The best ``limit`` × ``_PG_PREFETCH`` of the scopes by BM25, then the filters on
+        the memory rows: a short list to join, whatever the planner knows of the tables."""
         bm25 = (
             text(_PG_BM25)
             .bindparams(
                 bindparam("query", " ".join(terms), type_=String()),
                 bindparam("keys", list(dict.fromkeys(flt.scope_keys)), type_=ARRAY(String())),
+                bindparam("prefetch", limit * _PG_PREFETCH, type_=Integer()),
             )
             .columns(column("memory_id", String()), column("score", Float()))
-            .subquery("bm25")
+            .cte("bm25")
+            # Computed once, then joined to the memories: never re-planned per memory row.
+            .prefix_with("MATERIALIZED")
         )
+        # The memory rows are looked up by id (an index scan of a short array), never joined:
+        # a join's plan depends on table statistics that a fresh table does not have.
+        ids = select(bm25.c.memory_id).scalar_subquery()
+        live = select(_MEMORIES.c.id).where(_MEMORIES.c.id == func.any(func.array(ids)))
         return (
             select(bm25.c.memory_id, bm25.c.score)
-            .join(_MEMORIES, _MEMORIES.c.id == bm25.c.memory_id)
+            .where(bm25.c.memory_id == func.any(func.array(live.where(*filters).scalar_subquery())))
             .order_by(bm25.c.score.desc(), bm25.c.memory_id)
         )
 
@@ -314,31 +358,24 @@ def _filters(dialect: str, flt: VectorFilter) -> list[ColumnElement[bool]]:
     return conditions
 
 
-# BM25F over the caller's scopes. The weight letters of the document's positions are its
-# fields (A body, B meta, C neighbours, set by the generated column); a term's frequency is
-# the weighted count of its positions; the document length is its number of distinct lexemes.
+# BM25F over the caller's scopes, from the postings of the query's lexemes (tf: the weighted
+# count of a lexeme's positions; doc_len: the document's number of distinct lexemes).
 _PG_BM25 = f"""
-WITH terms AS (
-    SELECT DISTINCT lexeme FROM unnest(to_tsvector('{PG_CONFIG}', :query))
-), q AS (
-    SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS tsq FROM terms
-), stats AS (
-    SELECT count(*) AS n, coalesce(avg(doc_len), 1) AS avgdl
+WITH stats AS (
+    SELECT count(*)::float8 AS n, coalesce(avg(doc_len), 1)::float8 AS avgdl
     FROM {FTS_TABLE} WHERE scope_key = ANY(:keys)
 ), hits AS (
-    SELECT l.memory_id, l.doc_len, u.lexeme,
-        (SELECT sum(CASE w WHEN 'A' THEN {BODY} WHEN 'B' THEN {META} WHEN 'C' THEN {NEIGHBOUR}
-                ELSE 0 END) FROM unnest(u.weights) AS w) AS tf
-    FROM {FTS_TABLE} AS l CROSS JOIN q CROSS JOIN LATERAL unnest(l.document) AS u
-    WHERE l.scope_key = ANY(:keys) AND l.document @@ q.tsq
-        AND u.lexeme IN (SELECT lexeme FROM terms)
-), df AS (
-    SELECT lexeme, count(*) AS df FROM hits GROUP BY lexeme
+    SELECT memory_id, tf, doc_len, count(*) OVER (PARTITION BY lexeme)::float8 AS df
+    FROM {FTS_TERMS}
+    WHERE scope_key = ANY(:keys)
+        AND lexeme = ANY(tsvector_to_array(to_tsvector('{PG_CONFIG}', :query)))
 )
 SELECT h.memory_id, sum(
-    greatest(ln((s.n - df.df + 0.5) / (df.df + 0.5)), 1e-6)
+    greatest(ln((s.n - h.df + 0.5) / (h.df + 0.5)), 1e-6)
     * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * h.doc_len / greatest(s.avgdl, 1)))
 ) AS score
-FROM hits AS h JOIN df USING (lexeme) CROSS JOIN stats AS s
+FROM hits AS h CROSS JOIN stats AS s
 GROUP BY h.memory_id
+ORDER BY score DESC
+LIMIT :prefetch
 """

@@ -1,0 +1,211 @@
+"""The lexical index (SQLite FTS5 / PostgreSQL full-text) behind ``SqlLexicalIndex``, written by
+the memory repository in the memory's own transaction. Both backends are migrated by Alembic
+(revision 0005 creates the index and fills it from existing memories)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import delete, insert
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from agentcore.adapters.db.engine import create_engine
+from agentcore.adapters.db.lexical import SqlLexicalIndex, query_terms
+from agentcore.adapters.db.migrate import alembic_config
+from agentcore.adapters.db.repositories import memory_values
+from agentcore.adapters.db.tables import Base, MemoryRow
+from agentcore.adapters.db.uow import SqlUnitOfWorkFactory
+from agentcore.domain.models import Layer, Memory, ScopeIds, ScopeLevel, new_id
+from agentcore.services.ports import VectorFilter
+from alembic import command
+from tests.conftest import migrate
+
+T0 = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
+ALICE = ScopeIds(user_id="alice", session_id="s1")
+NOW = (T0 + timedelta(days=1)).timestamp()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "postgres":
+        url: str = request.getfixturevalue("postgres_url")
+        return url
+    url = f"sqlite+aiosqlite:///{tmp_path / 'agentcore.db'}"
+    migrate(url)
+    return url
+
+
+@pytest.fixture
+async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
+    engine = create_engine(database_url)
+    async with engine.begin() as conn:  # the Postgres database is shared by the module
+        for table in reversed(Base.metadata.sorted_tables):
+            await conn.execute(delete(table))  # cascades to the lexical rows on Postgres
+    yield engine
+    await engine.dispose()
+
+
+@pytest.fixture
+def uows(engine: AsyncEngine) -> SqlUnitOfWorkFactory:
+    return SqlUnitOfWorkFactory(engine)
+
+
+@pytest.fixture
+def index(engine: AsyncEngine) -> SqlLexicalIndex:
+    return SqlLexicalIndex(engine)
+
+
+def turns(*contents: str, scope: ScopeIds = ALICE, start: int = 0, **fields: Any) -> list[Memory]:
+    """Memories of one session, a minute apart."""
+    return [
+        Memory(
+            id=new_id(),
+            content=content,
+            layer=Layer.EPISODIC,
+            scope_level=ScopeLevel.USER,
+            scope=scope,
+            created_at=T0 + timedelta(minutes=start + i),
+            updated_at=T0,
+            **fields,
+        )
+        for i, content in enumerate(contents)
+    ]
+
+
+async def add_all(uows: SqlUnitOfWorkFactory, memories: list[Memory]) -> None:
+    async with uows() as uow:
+        for memory in memories:
+            await uow.memories.add(memory)
+        await uow.commit()
+
+
+async def found(
+    index: SqlLexicalIndex, query: str, scope_keys: tuple[str, ...] = ("user:alice",), **flt: Any
+) -> list[str]:
+    hits = await index.search(query, VectorFilter(scope_keys, alive_at=NOW, **flt), 10)
+    assert all(hit.score > 0 for hit in hits)
+    return [hit.id for hit in hits]
+
+
+async def test_exact_names_and_stems_are_found(
+    uows: SqlUnitOfWorkFactory, index: SqlLexicalIndex
+) -> None:
+    memories = turns(
+        "Melanie painted a sunrise over the lake last summer.",
+        "The quarterly report is due next Monday.",
+        "Caroline adopted a dog called Oscar from the shelter in Zanzibar.",
+    )
+    await add_all(uows, memories)
+    assert (await found(index, "Where is Zanzibar?"))[0] == memories[2].id
+    assert (await found(index, "Who is painting sunrises?"))[0] == memories[0].id  # stemmed
+    assert await found(index, "what is it") == []  # stop words only
+    assert await found(index, "kangaroo") == []
+
+
+async def test_a_reply_is_found_through_the_question_it_answers(
+    uows: SqlUnitOfWorkFactory, index: SqlLexicalIndex
+) -> None:
+    question, reply, later = turns(
+        "Which instrument are you learning?", "The cello, twice a week.", "Nice weather today."
+    )
+    other_session = turns("Which instrument do you play?", scope=replace(ALICE, session_id="s2"))
+    await add_all(uows, [question, reply, later, *other_session])
+
+    hits = await found(index, "instrument")
+    assert hits[:2] == [question.id, other_session[0].id] or hits[:2] == [
+        other_session[0].id,
+        question.id,
+    ]
+    assert reply.id in hits
+    assert later.id not in hits
+    cello = await found(index, "cello")
+    assert cello[0] == reply.id
+    assert set(cello) == {question.id, reply.id, later.id}
+
+
+async def test_update_and_delete_keep_the_index_in_step(
+    uows: SqlUnitOfWorkFactory, index: SqlLexicalIndex
+) -> None:
+    first, middle, last = turns("We hiked to the glacier.", "It was freezing.", "Then soup.")
+    await add_all(uows, [first, middle, last])
+    async with uows() as uow:
+        await uow.memories.update(replace(middle, content="It was windy on the moraine."))
+        await uow.commit()
+    assert await found(index, "freezing") == []
+    assert (await found(index, "moraine"))[0] == middle.id
+    assert set(await found(index, "moraine")) == {first.id, middle.id, last.id}
+
+    async with uows() as uow:
+        await uow.memories.delete([middle.id])
+        await uow.commit()
+    assert await found(index, "moraine") == []  # neither the memory nor its neighbours' context
+    assert set(await found(index, "glacier")) == {first.id, last.id}  # relinked to each other
+
+
+async def test_other_scopes_and_expired_memories_never_come_back(
+    uows: SqlUnitOfWorkFactory, index: SqlLexicalIndex
+) -> None:
+    (mine,) = turns("The vault code is Marigold")
+    (theirs,) = turns("The vault code is Marigold", scope=ScopeIds(user_id="bob", session_id="s1"))
+    (expired,) = turns("Marigold expired", expires_at=T0 + timedelta(hours=1))
+    await add_all(uows, [mine, theirs, expired])
+
+    assert await found(index, "Marigold vault code") == [mine.id]
+    assert await found(index, "Marigold", ("user:bob",)) == [theirs.id]
+    assert await found(index, "Marigold", ("user:carol",)) == []
+    assert set(await found(index, "Marigold", ("user:alice", "user:bob"))) == {mine.id, theirs.id}
+    assert await found(index, "Marigold", layers=["semantic"]) == []
+    early = await index.search("Marigold", VectorFilter(["user:alice"], alive_at=T0.timestamp()), 5)
+    assert {hit.id for hit in early} == {mine.id, expired.id}
+
+
+async def test_metadata_and_tags_are_searchable(
+    uows: SqlUnitOfWorkFactory, index: SqlLexicalIndex
+) -> None:
+    plain, dated = turns("I finally opened my shop!", "Went swimming.")
+    await add_all(
+        uows,
+        [
+            replace(plain, metadata={"speaker": "Dave", "session_date": "1 May, 2023"}),
+            replace(dated, tags=["hobby"], metadata={"speaker": "Calvin", "n": 3}),
+        ],
+    )
+    assert await found(index, "What did Dave open in May 2023?") == [plain.id, dated.id]
+    assert (await found(index, "hobby"))[0] == dated.id
+
+
+def test_query_terms_drop_stop_words_and_punctuation() -> None:
+    assert query_terms("What did John's sister_in_law say, in 2023?") == [
+        "john",
+        "sister",
+        "law",
+        "say",
+        "2023",
+    ]
+
+
+async def test_the_migration_indexes_existing_memories(database_url: str) -> None:
+    config = alembic_config(database_url)
+    await asyncio.to_thread(command.downgrade, config, "0004")
+    engine = create_engine(database_url)
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(delete(MemoryRow.__table__))
+            question, reply = turns("Which city hosts the finals?", "Lisbon, in June.")
+            for memory in (question, reply):
+                await conn.execute(insert(MemoryRow.__table__).values(memory_values(memory)))
+        await asyncio.to_thread(command.upgrade, config, "head")
+        index = SqlLexicalIndex(engine)
+        assert await found(index, "Lisbon") == [reply.id, question.id]
+        async with SqlUnitOfWorkFactory(engine)() as uow:
+            await uow.memories.delete([question.id, reply.id])
+            await uow.commit()
+        assert await found(index, "Lisbon city") == []
+    finally:
+        await engine.dispose()

@@ -1,0 +1,161 @@
+"""Candidate generation: the fusion of dense and lexical scores, the episode blend, and the
+generator over fakes (a word-overlap lexical index stands in for BM25)."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+import pytest
+
+from agentcore.domain.models import ScopeIds
+from agentcore.domain.records import NewMemory
+from agentcore.services.candidates import (
+    CandidateGenerator,
+    Fusion,
+    floor_of,
+    fuse,
+    with_episodes,
+)
+from agentcore.services.ports import ListQuery, VectorFilter, VectorHit
+from tests.fakes import FakeStore
+from tests.unit.conftest import Services
+
+_WORD = re.compile(r"\w+")
+
+
+class WordOverlapIndex:
+    """Lexical fake: the number of query words in the memory, over the fake store's rows."""
+
+    def __init__(self, store: FakeStore) -> None:
+        self._store = store
+        self.calls = 0
+
+    async def search(self, query: str, flt: VectorFilter, limit: int) -> list[VectorHit]:
+        self.calls += 1
+        words = set(_WORD.findall(query.lower()))
+        async with self._store(read_only=True) as uow:
+            memories, _ = await uow.memories.page(_all(flt))
+        hits = []
+        for memory in memories:
+            score = len(words & set(_WORD.findall(memory.content.lower())))
+            if score:
+                hits.append(VectorHit(memory.id, float(score)))
+        hits.sort(key=lambda h: -h.score)
+        return hits[:limit]
+
+
+def _all(flt: VectorFilter) -> ListQuery:
+    return ListQuery(scope_keys=flt.scope_keys, limit=10_000)
+
+
+def test_fuse_blends_clipped_cosine_with_bm25_relative_to_the_best() -> None:
+    fused = fuse({"a": 0.8, "b": 1.2, "c": -0.3}, {"a": 2.0, "d": 8.0}, 0.4)
+    assert fused["a"] == pytest.approx(0.4 * 0.8 + 0.6 * 0.25)
+    assert fused["b"] == pytest.approx(0.4 * 1.0)  # cosine clipped to 1, no lexical match
+    assert fused["c"] == pytest.approx(0.0)  # negative cosine counts as 0
+    assert fused["d"] == pytest.approx(0.6)  # the best lexical hit, no dense hit
+    assert all(0.0 <= v <= 1.0 for v in fused.values())
+
+
+def test_a_missing_side_takes_its_floor() -> None:
+    fused = fuse({"a": 0.5}, {"b": 4.0}, 0.5, dense_floor=0.3, lexical_floor=1.0)
+    assert fused["a"] == pytest.approx(0.5 * 0.5 + 0.5 * 0.25)
+    assert fused["b"] == pytest.approx(0.5 * 0.3 + 0.5 * 1.0)
+
+
+def test_with_one_side_empty_the_other_decides_alone() -> None:
+    assert fuse({"a": 0.7, "b": 0.2}, {}, 0.4) == pytest.approx({"a": 0.7, "b": 0.2})
+    assert fuse({}, {"a": 3.0, "b": 1.5}, 0.4) == pytest.approx({"a": 1.0, "b": 0.5})
+    assert fuse({}, {}, 0.4) == {}
+
+
+def test_the_floor_is_the_last_score_of_a_full_list_only() -> None:
+    hits = [VectorHit("a", 0.9), VectorHit("b", 0.6)]
+    assert floor_of(hits, 2) == 0.6
+    assert floor_of(hits, 3) == 0.0
+    assert floor_of([], 1) == 0.0
+
+
+def test_episodes_lift_members_of_strong_episodes() -> None:
+    relevance = {"a1": 0.6, "a2": 0.5, "b1": 0.6, "solo": 0.6}
+    episodes = {"a1": "A", "a2": "A", "b1": "B"}
+    blended = with_episodes(relevance, episodes, 0.5, top=2)
+    # Episode strengths: A = mean(0.6, 0.5) = 0.55, B = 0.6 (best), solo = 0.6.
+    assert blended["b1"] == pytest.approx((0.6 + 0.5 * 1.0) / 1.5)
+    assert blended["a1"] == pytest.approx((0.6 + 0.5 * 0.55 / 0.6) / 1.5)
+    assert blended["solo"] == pytest.approx(blended["b1"])
+    assert blended["a1"] < blended["b1"]
+    assert all(0.0 <= v <= 1.0 for v in blended.values())
+    assert with_episodes(relevance, episodes, 0.0, top=2) == relevance
+
+
+def test_fusion_settings_are_validated() -> None:
+    with pytest.raises(ValueError, match="dense_weight"):
+        Fusion(dense_weight=1.5)
+    with pytest.raises(ValueError, match="pool"):
+        Fusion(pool=0)
+
+
+async def _generator(services: Services, lexical: WordOverlapIndex | None) -> CandidateGenerator:
+    return CandidateGenerator(
+        services.store, services.vectors, services.embedder, lexical, Fusion(episode_weight=0)
+    )
+
+
+def _filter(*keys: str, alive_at: float | None = None) -> VectorFilter:
+    return VectorFilter(scope_keys=list(keys), alive_at=alive_at)
+
+
+async def test_lexical_candidates_join_the_dense_ones(services: Services) -> None:
+    alice = ScopeIds(user_id="alice")
+    stored = await services.memory.add_batch(
+        [NewMemory(f"note number {i} about gardening", alice) for i in range(6)]
+        + [NewMemory("Zanzibar trip booked", alice)]
+    )
+    lexical = WordOverlapIndex(services.store)
+    generator = CandidateGenerator(
+        services.store,
+        services.vectors,
+        services.embedder,
+        lexical,
+        Fusion(pool=2, episode_weight=0),
+    )
+    now = services.clock()
+    found = await generator.generate("zanzibar", _filter("user:alice"), 2, None, now)
+    assert found[0][0].id == stored[-1].id
+    assert lexical.calls == 1
+    assert all(0.0 <= relevance <= 1.0 for _, relevance in found)
+    high = await generator.generate("zanzibar", _filter("user:alice"), 10, 0.5, now)
+    assert [m.id for m, _ in high] == [stored[-1].id]
+
+
+async def test_only_live_memories_of_the_filter_scopes_are_candidates(services: Services) -> None:
+    alice, bob = ScopeIds(user_id="alice"), ScopeIds(user_id="bob")
+    (kept, expiring) = await services.memory.add_batch(
+        [NewMemory("blue kettle", alice), NewMemory("blue kettle soon gone", alice, ttl_seconds=60)]
+    )
+    await services.memory.add(NewMemory("blue kettle", bob))
+    deleted = await services.memory.add(NewMemory("blue kettle deleted", alice))
+    services.vectors.failing = True  # the vector delete stays queued: a stale dense hit
+    await services.memory.delete(deleted.id, alice)
+    services.vectors.failing = False
+    generator = await _generator(services, WordOverlapIndex(services.store))
+
+    later = services.clock() + timedelta(seconds=120)
+    found = await generator.generate(
+        "blue kettle", _filter("user:alice", alive_at=later.timestamp()), 10, None, later
+    )
+    assert [m.id for m, _ in found] == [kept.id]
+    assert expiring.id in services.vectors.points  # still a dense hit, but expired
+
+
+async def test_without_a_lexical_index_relevance_is_the_clipped_cosine(services: Services) -> None:
+    alice = ScopeIds(user_id="alice")
+    (memory,) = await services.memory.add_batch([NewMemory("red bicycle in the shed", alice)])
+    generator = await _generator(services, None)
+    ((found, relevance),) = await generator.generate(
+        "red bicycle in the shed", _filter("user:alice"), 5, None, services.clock()
+    )
+    assert found.id == memory.id
+    assert relevance == pytest.approx(1.0, abs=1e-5)
