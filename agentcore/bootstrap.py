@@ -17,6 +17,7 @@ from prometheus_client import CollectorRegistry
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from agentcore.adapters.db.engine import create_engine
+from agentcore.adapters.db.lexical import SqlLexicalIndex
 from agentcore.adapters.db.uow import SqlUnitOfWorkFactory, ping
 from agentcore.adapters.tokens import BpeTokenCounter
 from agentcore.config import Settings
@@ -182,6 +183,7 @@ async def _build(
         recency_half_life_hours=settings.memory_recency_half_life_hours,
         access=access,
         error_signals=ErrorSignals(uow_factory, enabled=settings.error_tracking_enabled),
+        lexical=SqlLexicalIndex(engine),
     )
     stages = StageManager(
         uow_factory,

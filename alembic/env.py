@@ -25,6 +25,11 @@ config = context.config
 target_metadata = Base.metadata
 
 
+def _not_lexical(name: str | None, kind: str, _parent: object) -> bool:
+    """The lexical index's tables (FTS5 / full text) are managed by their migration only."""
+    return not (kind == "table" and (name or "").startswith("memory_lexical"))
+
+
 def _url() -> str:
     url = context.get_x_argument(as_dictionary=True).get("url") or config.attributes.get("url")
     return str(url) if url else load_settings().sqlalchemy_url
@@ -34,6 +39,7 @@ def _run_offline(url: str) -> None:
     context.configure(
         url=url,
         target_metadata=target_metadata,
+        include_name=_not_lexical,
         render_as_batch=make_url(url).get_backend_name() == "sqlite",
         compare_type=True,
         literal_binds=True,
@@ -48,6 +54,7 @@ def _run_sync(connection: Connection) -> None:
     context.configure(
         connection=connection,
         target_metadata=target_metadata,
+        include_name=_not_lexical,
         render_as_batch=sqlite,
         compare_type=True,
         # The engine issues SQLite's BEGIN itself, so DDL there is transactional too: a

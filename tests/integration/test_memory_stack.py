@@ -18,6 +18,7 @@ from agentcore.domain.errors import ConfigurationError
 from agentcore.domain.models import ScopeIds
 from agentcore.domain.records import NewMemory
 from agentcore.services.memory_manager import ListRequest
+from agentcore.services.ports import VectorFilter
 from agentcore.services.retrieval import SearchQuery
 from tests.conftest import migrate
 from tests.fakes import FakeEmbedder
@@ -49,7 +50,10 @@ async def test_vector_writes_survive_a_vector_store_outage(stack: Container) -> 
 
     stack.vectors.upsert = failing  # type: ignore[method-assign]
     stored = await stack.memory.add(NewMemory("Bob's flight leaves at 7am from gate B12", bob))
-    assert (await stack.memory.search(SearchQuery("when does the flight leave", bob))).results == []
+    assert await stack.vectors.count(VectorFilter(scope_keys=["user:bob"])) == 0
+    # The lexical index, written with the memory, still finds it meanwhile.
+    found_meanwhile = await stack.memory.search(SearchQuery("when does the flight leave", bob))
+    assert [r.memory.id for r in found_meanwhile.results] == [stored.id]
     stack.vectors.upsert = original  # type: ignore[method-assign]
     assert await stack.vector_sync.replay(failed_only=True) == 1
     assert await stack.vector_sync.flush() == 1
