@@ -146,13 +146,15 @@ class CandidateGenerator:
         limit: int,
         threshold: float | None,
         now: datetime,
+        *,
+        dense_only: bool = False,
     ) -> list[tuple[Memory, float]]:
         """Up to ``limit`` live memories visible under ``flt``, most relevant first, each with
-        its relevance in [0, 1] (at least ``threshold`` when one is given)."""
+        its relevance in [0, 1] (at least ``threshold`` when one is given). ``dense_only``
+        makes the relevance the clipped cosine alone (e.g. to find paraphrases)."""
         pool = max(self._fusion.pool, limit)
-        dense, lexical = await asyncio.gather(
-            self._dense(query, flt, pool), self._lexical_hits(query, flt, pool)
-        )
+        lexical_side = self._no_hits() if dense_only else self._lexical_hits(query, flt, pool)
+        dense, lexical = await asyncio.gather(self._dense(query, flt, pool), lexical_side)
         ids = list(dict.fromkeys([hit.id for hit in dense] + [hit.id for hit in lexical]))
         if not ids:
             return []
@@ -181,6 +183,9 @@ class CandidateGenerator:
     async def _dense(self, query: str, flt: VectorFilter, pool: int) -> list[VectorHit]:
         vector = (await self._embedder.embed([query]))[0]
         return await self._vectors.search(vector, flt, pool)
+
+    async def _no_hits(self) -> list[VectorHit]:
+        return []
 
     async def _lexical_hits(self, query: str, flt: VectorFilter, pool: int) -> list[VectorHit]:
         if self._lexical is None:

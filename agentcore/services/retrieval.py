@@ -49,6 +49,7 @@ class SearchQuery:
     current_stage: str | None = None  # a stage type: boosts what fits it (FR-5.3)
     scoring_weights: Mapping[str, float] | None = None  # full or partial (domain.scoring)
     order_by: str = "score"  # or "precedence": most specific scope first, then score
+    dense_only: bool = False  # relevance = cosine alone (near-duplicate checks)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +131,7 @@ class EnhancedRetrieval:
             alive_at=now.timestamp(),
         )
         candidates = await self._candidates.generate(
-            q.query, flt, q.limit + _SLACK, q.threshold, now
+            q.query, flt, q.limit + _SLACK, q.threshold, now, dense_only=q.dense_only
         )
         ctx = ScoreContext(now, weights, self._half_life, current_stage)
         return SearchOutcome(

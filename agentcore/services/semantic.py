@@ -220,6 +220,7 @@ class SemanticMemoryService:
                 layers=[Layer.SEMANTIC.value],
                 scopes=[source.scope_level.value],
                 limit=3,
+                dense_only=True,  # the 0.95 bar is a cosine: lexical overlap is not a paraphrase
             )
         )
         wanted = normalize_fact(content)
