@@ -21,11 +21,11 @@ from collections.abc import Sequence
 from typing import Annotated
 
 import openai
-from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
+from openai.types.chat import ChatCompletionMessageParam
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
-from agentcore.adapters.openai_errors import map_openai_error
-from agentcore.domain.errors import ConfigurationError, ProviderError
+from agentcore.adapters.json_chat import InvalidReply, ask_json
+from agentcore.domain.errors import ConfigurationError
 from agentcore.domain.usage import TokenUsage
 from agentcore.services.compression import CompressionRequest, Draft, ErrorPattern
 
@@ -82,10 +82,6 @@ class _Reply(BaseModel):
     error_patterns: Annotated[list[_PatternOut], Field(max_length=50)] = []
 
 
-class _InvalidReply(Exception):
-    """What was wrong with a reply: told to the model on the next attempt, never to a caller."""
-
-
 def check_compression_model(model: str, approved: Sequence[str]) -> None:
     """Raises ``ConfigurationError`` unless ``model`` may compress (module doc)."""
     name = model.strip().lower()
@@ -133,49 +129,19 @@ class LLMEngine:
             {"role": "system", "content": SYSTEM_PROMPT},
             {"role": "user", "content": _render(request)},
         ]
-        prompt_tokens = completion_tokens = 0
-        for _ in range(self._max_attempts):
-            response = await self._complete(messages, request.max_tokens)
-            if response.usage is not None:
-                prompt_tokens += response.usage.prompt_tokens
-                completion_tokens += response.usage.completion_tokens
-            choice = response.choices[0] if response.choices else None
-            answer = choice.message.content if choice is not None else None
-            try:
-                if choice is None or choice.finish_reason == "length":
-                    raise _InvalidReply("the answer was cut off; reply with shorter JSON")
-                reply = _parse(answer or "")
-            except _InvalidReply as problem:
-                messages += [
-                    {"role": "assistant", "content": answer or ""},
-                    {"role": "user", "content": f"Invalid reply: {problem}. Answer again with "
-                     "only the JSON object as specified."},
-                ]  # fmt: skip
-                continue
-            usage = TokenUsage(self._model, prompt_tokens, completion_tokens)
-            return _draft(reply, usage)
-        raise ProviderError(
-            f"compression returned invalid output {self._max_attempts} times",
-            attempts=self._max_attempts,
-            model=self._model,
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
+        reply, usage = await ask_json(
+            self._client,
+            self._model,
+            messages,
+            _parse,
+            task="compression",
+            provider="the compression provider",
+            shape='{"summary", "insights", "critical_facts", "error_patterns"}',
+            max_attempts=self._max_attempts,
+            # Room for the summary and the side lists; a runaway answer is cut off.
+            max_tokens=2 * request.max_tokens + 1024,
         )
-
-    async def _complete(
-        self, messages: list[ChatCompletionMessageParam], summary_tokens: int
-    ) -> ChatCompletion:
-        try:
-            return await self._client.chat.completions.create(
-                model=self._model,
-                messages=messages,
-                response_format={"type": "json_object"},
-                temperature=0,
-                # Room for the summary and the side lists; a runaway answer is cut off.
-                max_tokens=2 * summary_tokens + 1024,
-            )
-        except openai.OpenAIError as exc:
-            raise map_openai_error(exc, "the compression provider", ProviderError) from exc
+        return _draft(reply, usage)
 
 
 def _render(request: CompressionRequest) -> str:
@@ -208,7 +174,7 @@ def _parse(answer: str) -> _Reply:
             f"{'.'.join(str(p) for p in err['loc']) or 'reply'}: {err['msg']}"
             for err in exc.errors(include_url=False, include_input=False)[:5]
         )
-        raise _InvalidReply(problems) from None
+        raise InvalidReply(problems) from None
 
 
 def _draft(reply: _Reply, usage: TokenUsage) -> Draft:

@@ -17,10 +17,10 @@ from collections.abc import Sequence
 from typing import Annotated, Literal
 
 import openai
-from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
+from openai.types.chat import ChatCompletionMessageParam
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
-from agentcore.adapters.openai_errors import map_openai_error
+from agentcore.adapters.json_chat import InvalidReply, ask_json
 from agentcore.domain.error_patterns import pattern_severity
 from agentcore.domain.error_records import (
     ErrorPattern,
@@ -28,7 +28,6 @@ from agentcore.domain.error_records import (
     PatternSource,
     PatternType,
 )
-from agentcore.domain.errors import ProviderError
 from agentcore.domain.usage import TokenUsage
 from agentcore.services.errors import ExtractedPatterns
 
@@ -73,10 +72,6 @@ class _Reply(BaseModel):
     patterns: Annotated[list[_PatternOut], Field(max_length=MAX_PATTERNS)]
 
 
-class _InvalidReply(Exception):
-    """What was wrong with a reply: told to the model on the next attempt, never to a caller."""
-
-
 class LLMPatternExtractor:
     """``PatternExtractor`` over ``client.chat.completions``; the client is built and closed
     by the caller (bootstrap)."""
@@ -103,44 +98,17 @@ class LLMPatternExtractor:
             {"role": "system", "content": SYSTEM_PROMPT.replace("MIN_ERRORS", str(min_errors))},
             {"role": "user", "content": _render(ids)},
         ]
-        prompt_tokens = completion_tokens = 0
-        for _ in range(self._max_attempts):
-            response = await self._complete(messages)
-            if response.usage is not None:
-                prompt_tokens += response.usage.prompt_tokens
-                completion_tokens += response.usage.completion_tokens
-            choice = response.choices[0] if response.choices else None
-            answer = choice.message.content if choice is not None else None
-            try:
-                if choice is None or choice.finish_reason == "length":
-                    raise _InvalidReply("the answer was cut off; reply with shorter JSON")
-                patterns = _parse(answer or "", ids, min_errors)
-            except _InvalidReply as problem:
-                messages += [
-                    {"role": "assistant", "content": answer or ""},
-                    {"role": "user", "content": f"Invalid reply: {problem}. Answer again with "
-                     'only the JSON object {"patterns": [...]} as specified.'},
-                ]  # fmt: skip
-                continue
-            usage = TokenUsage(self._model, prompt_tokens, completion_tokens)
-            return ExtractedPatterns(patterns, usage)
-        raise ProviderError(
-            f"error pattern extraction returned invalid output {self._max_attempts} times",
-            attempts=self._max_attempts,
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
+        patterns, usage = await ask_json(
+            self._client,
+            self._model,
+            messages,
+            lambda answer: _parse(answer, ids, min_errors),
+            task="error pattern extraction",
+            provider="the error pattern provider",
+            shape='{"patterns": [...]}',
+            max_attempts=self._max_attempts,
         )
-
-    async def _complete(self, messages: list[ChatCompletionMessageParam]) -> ChatCompletion:
-        try:
-            return await self._client.chat.completions.create(
-                model=self._model,
-                messages=messages,
-                response_format={"type": "json_object"},
-                temperature=0,
-            )
-        except openai.OpenAIError as exc:
-            raise map_openai_error(exc, "the error pattern provider", ProviderError) from exc
+        return ExtractedPatterns(patterns, usage)
 
 
 def _render(ids: dict[str, ErrorRecord]) -> str:
@@ -170,15 +138,15 @@ def _parse(answer: str, ids: dict[str, ErrorRecord], min_errors: int) -> list[Er
             f"{'.'.join(str(p) for p in err['loc']) or 'reply'}: {err['msg']}"
             for err in exc.errors(include_url=False, include_input=False)[:5]
         )
-        raise _InvalidReply(problems) from None
+        raise InvalidReply(problems) from None
     patterns = []
     for index, out in enumerate(reply.patterns):
         unknown = [i for i in out.error_ids if i not in ids]
         if unknown:
-            raise _InvalidReply(f"patterns.{index}.error_ids: unknown ids {unknown[:3]}")
+            raise InvalidReply(f"patterns.{index}.error_ids: unknown ids {unknown[:3]}")
         cited = list(dict.fromkeys(out.error_ids))
         if len(cited) < min_errors:
-            raise _InvalidReply(f"patterns.{index}.error_ids: cite at least {min_errors} errors")
+            raise InvalidReply(f"patterns.{index}.error_ids: cite at least {min_errors} errors")
         patterns.append(_pattern(out, [ids[i] for i in cited], min_errors))
     return patterns
 

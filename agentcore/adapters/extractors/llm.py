@@ -13,9 +13,10 @@ from collections.abc import Sequence
 from typing import Annotated, Literal
 
 import openai
-from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
+from openai.types.chat import ChatCompletionMessageParam
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
+from agentcore.adapters.json_chat import InvalidReply, ask_json
 from agentcore.adapters.openai_errors import map_openai_error
 from agentcore.domain.errors import AgentCoreError, ProviderError
 from agentcore.domain.usage import TokenUsage
@@ -72,10 +73,6 @@ class _Reply(BaseModel):
     facts: list[_FactOut]
 
 
-class _InvalidReply(Exception):
-    """What was wrong with a reply: told to the model on the next attempt, never to a caller."""
-
-
 class LLMFactExtractor:
     """``FactExtractor`` over ``client.chat.completions``; the client is built by the caller
     (bootstrap), which also closes it. Returns an ``Extraction`` whose ``usage`` counts the
@@ -103,44 +100,17 @@ class LLMFactExtractor:
             {"role": "system", "content": SYSTEM_PROMPT},
             {"role": "user", "content": _render(texts, list(ids))},
         ]
-        prompt_tokens = completion_tokens = 0
-        for _ in range(self._max_attempts):
-            response = await self._complete(messages)
-            if response.usage is not None:
-                prompt_tokens += response.usage.prompt_tokens
-                completion_tokens += response.usage.completion_tokens
-            choice = response.choices[0] if response.choices else None
-            answer = choice.message.content if choice is not None else None
-            try:
-                if choice is None or choice.finish_reason == "length":
-                    raise _InvalidReply("the answer was cut off; reply with shorter JSON")
-                facts = _parse(answer or "", ids)
-            except _InvalidReply as problem:
-                messages += [
-                    {"role": "assistant", "content": answer or ""},
-                    {"role": "user", "content": f"Invalid reply: {problem}. Answer again with "
-                     'only the JSON object {"facts": [...]} as specified.'},
-                ]  # fmt: skip
-                continue
-            usage = TokenUsage(self._model, prompt_tokens, completion_tokens)
-            return Extraction(facts, usage)
-        raise ProviderError(
-            f"fact extraction returned invalid output {self._max_attempts} times",
-            attempts=self._max_attempts,
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
+        facts, usage = await ask_json(
+            self._client,
+            self._model,
+            messages,
+            lambda answer: _parse(answer, ids),
+            task="fact extraction",
+            provider="the fact extraction provider",
+            shape='{"facts": [...]}',
+            max_attempts=self._max_attempts,
         )
-
-    async def _complete(self, messages: list[ChatCompletionMessageParam]) -> ChatCompletion:
-        try:
-            return await self._client.chat.completions.create(
-                model=self._model,
-                messages=messages,
-                response_format={"type": "json_object"},
-                temperature=0,
-            )
-        except openai.OpenAIError as exc:
-            raise _map_error(exc) from exc
+        return Extraction(facts, usage)
 
 
 def _render(texts: Sequence[SourceText], ids: list[str]) -> str:
@@ -165,12 +135,12 @@ def _parse(answer: str, ids: dict[str, str]) -> list[ExtractedFact]:
             f"{'.'.join(str(p) for p in err['loc']) or 'reply'}: {err['msg']}"
             for err in exc.errors(include_url=False, include_input=False)[:5]
         )
-        raise _InvalidReply(problems) from None
+        raise InvalidReply(problems) from None
     facts = []
     for index, fact in enumerate(reply.facts):
         unknown = [i for i in fact.source_ids if i not in ids]
         if unknown:
-            raise _InvalidReply(f"facts.{index}.source_ids: unknown ids {unknown[:3]}")
+            raise InvalidReply(f"facts.{index}.source_ids: unknown ids {unknown[:3]}")
         facts.append(
             ExtractedFact(
                 content=fact.content,
