@@ -1,8 +1,12 @@
 """memory.add and memory.search latency through the public API on the embedded default.
 
 Starts `agentcore serve` (SQLite file, qdrant-edge, local ONNX embedder) in a fresh data
-directory, loads N memories into ONE scope with memory.add_batch, then times single
-memory.add and memory.search calls over HTTP JSON-RPC, one at a time. Texts are the turns of the
+directory, loads N memories into ONE scope with memory.add_batch (sessions of 20 turns, so the
+lexical documents carry their neighbours), then times single memory.add and memory.search calls
+over HTTP JSON-RPC, one at a time. Searches are timed twice: plain (similarity, recency,
+frequency, criticality) and with every factor at work (a task with recorded errors, so the
+error-correction factor reads them, and a current stage, so stage relevance looks up the stage
+of each candidate). Texts are the turns of the
 LoCoMo conversations (read from ../shared/data/locomo, cycled to reach N), queries are its
 questions; without the data set it falls back to generated sentences.
 
@@ -26,6 +30,8 @@ from pathlib import Path
 
 import httpx
 
+SESSION_TURNS = 20
+ERRORS = 5  # recorded for the task whose searches use every factor
 LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo10.json"
 
 
@@ -123,8 +129,22 @@ def run(base: str, texts: list[str], questions: list[str], calls: int) -> dict[s
     scope = {"user_id": "bench"}
     started = time.perf_counter()
     for i in range(0, len(texts), 100):
-        rpc("memory.add_batch", items=[{"content": t, **scope} for t in texts[i : i + 100]])
+        items = [
+            {"content": t, "session_id": f"s{(i + j) // SESSION_TURNS}", **scope}
+            for j, t in enumerate(texts[i : i + 100])
+        ]
+        rpc("memory.add_batch", items=items)
     load_seconds = time.perf_counter() - started
+    task = {"task_id": "bench-task", **scope}
+    rpc("memory.stage.start", task_id="bench-task", stage_type="execution")
+    for i in range(ERRORS):
+        rpc(
+            "memory.error.record",
+            task_id="bench-task",
+            error_type="incorrect_action",
+            description=f"tool call failed: {questions[i]}",
+            severity=0.6,
+        )
 
     rng = random.Random(11)
     adds, searches = [], []
@@ -132,10 +152,15 @@ def run(base: str, texts: list[str], questions: list[str], calls: int) -> dict[s
         t0 = time.perf_counter()
         rpc("memory.add", content=f"{rng.choice(texts)} (extra {i})", **scope)
         adds.append((time.perf_counter() - t0) * 1000)
+    full: list[float] = []
     for _ in range(calls):
+        query = rng.choice(questions)
         t0 = time.perf_counter()
-        rpc("memory.search", query=rng.choice(questions), limit=10, **scope)
+        rpc("memory.search", query=query, limit=10, **scope)
         searches.append((time.perf_counter() - t0) * 1000)
+        t0 = time.perf_counter()
+        rpc("memory.search", query=query, limit=10, current_stage="execution", **task)
+        full.append((time.perf_counter() - t0) * 1000)
     return {
         "memories_in_scope": len(texts) + calls,
         "bulk_load": {
@@ -144,6 +169,7 @@ def run(base: str, texts: list[str], questions: list[str], calls: int) -> dict[s
         },
         "memory.add": percentiles(adds),
         "memory.search": percentiles(searches),
+        "memory.search, all factors": percentiles(full),
         "calls_each": calls,
     }
 

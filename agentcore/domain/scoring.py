@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
@@ -86,7 +86,7 @@ class Weights:
         return cls.of({_SETTINGS_NAMES.get(k, k): v for k, v in values.items()})
 
     def as_dict(self) -> dict[str, float]:
-        return asdict(self)
+        return {name: getattr(self, name) for name in FACTORS}
 
     def override(
         self, values: Mapping[str, float], field_prefix: str = "scoring_weights"
@@ -290,8 +290,7 @@ def factors(memory: Memory, relevance: float, ctx: ScoreContext) -> dict[str, fl
 
 def combine(values: Mapping[str, float], weights: Weights) -> float:
     """The weighted sum: in [0, 1] because the factors are and the weights sum to 1."""
-    w = weights.as_dict()
-    return clip(sum(w[name] * values[name] for name in FACTORS))
+    return clip(sum(getattr(weights, name) * values[name] for name in FACTORS))
 
 
 def parse_current_stage(value: Any) -> StageType | None:

@@ -59,6 +59,7 @@ from agentcore.domain.usage import TokenUsage
 from agentcore.services.costs import CostTracker
 from agentcore.services.memory_manager import MemoryManager
 from agentcore.services.ports import UnitOfWork, UnitOfWorkFactory
+from agentcore.services.retrieval import ErrorCorrection
 
 log = logging.getLogger(__name__)
 
@@ -336,14 +337,16 @@ class ErrorSignals:
         (``error_patterns.correction_signals``); zeros when tracking is disabled."""
         if not self._enabled or not memories:
             return {m.id: 0.0 for m in memories}
-        async with self._uows(read_only=True) as uow:
-            recent = await uow.errors.query(ErrorQuery(task_id=task_id, limit=RECENT_ERRORS))
-        return correction_signals(task_id, recent, memories)
+        return correction_signals(task_id, await self._recent(task_id), memories)
 
-    async def error_correction(
-        self, query: str, scope: ScopeIds, memories: Sequence[Memory]
-    ) -> Mapping[str, float]:
+    async def prepare(self, query: str, scope: ScopeIds) -> ErrorCorrection | None:
         """``retrieval.ErrorCorrectionSource``: only a search for a task has error signals."""
-        if scope.task_id is None:
-            return {}
-        return await self.for_task(scope.task_id, memories)
+        task_id = scope.task_id
+        if task_id is None or not self._enabled:
+            return None
+        recent = await self._recent(task_id)
+        return lambda memories: correction_signals(task_id, recent, memories)
+
+    async def _recent(self, task_id: str) -> list[ErrorRecord]:
+        async with self._uows(read_only=True) as uow:
+            return await uow.errors.query(ErrorQuery(task_id=task_id, limit=RECENT_ERRORS))

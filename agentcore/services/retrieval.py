@@ -9,7 +9,8 @@ ordered by scope precedence; the accesses are then noted for the background writ
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
@@ -70,14 +71,17 @@ class SearchOutcome:
     weights: dict[str, float] = field(default_factory=dict)  # the weights the score used
 
 
+ErrorCorrection = Callable[[Sequence[Memory]], Mapping[str, float]]
+"""Memory id → [0, 1]: how much each memory corrected, or relates to, recent errors of the
+caller's task or agent. Ids left out score 0."""
+
+
 class ErrorCorrectionSource(Protocol):
     """The error tracker's retrieval signal (FR-4.4)."""
 
-    async def error_correction(
-        self, query: str, scope: ScopeIds, memories: Sequence[Memory]
-    ) -> Mapping[str, float]:
-        """Memory id → [0, 1]: how much the memory corrected, or relates to, recent errors of
-        the caller's task or agent. Ids left out score 0."""
+    async def prepare(self, query: str, scope: ScopeIds) -> ErrorCorrection | None:
+        """What the factor needs for this search, read before the candidates are known (it
+        runs beside candidate generation); None when the search has no error signal."""
         ...
 
 
@@ -130,12 +134,15 @@ class EnhancedRetrieval:
             metadata=q.metadata or None,
             alive_at=now.timestamp(),
         )
-        candidates = await self._candidates.generate(
-            q.query, flt, q.limit + _SLACK, q.threshold, now, dense_only=q.dense_only
+        candidates, correction = await asyncio.gather(
+            self._candidates.generate(
+                q.query, flt, q.limit + _SLACK, q.threshold, now, dense_only=q.dense_only
+            ),
+            self._error_correction(q),
         )
         ctx = ScoreContext(now, weights, self._half_life, current_stage)
         return SearchOutcome(
-            results=await self._rank(q, candidates, ctx),
+            results=await self._rank(q, candidates, ctx, correction),
             searched_layers=layers,
             searched_scopes=[key.split(":", 1)[0] for key in keys],
             weights=weights.as_dict(),
@@ -149,17 +156,25 @@ class EnhancedRetrieval:
             )
         return self._weights.override(q.scoring_weights or {}), parse_current_stage(q.current_stage)
 
+    async def _error_correction(self, q: SearchQuery) -> ErrorCorrection | None:
+        if self._error_signals is None:
+            return None
+        return await self._error_signals.prepare(q.query, q.scope)
+
     async def _rank(
-        self, q: SearchQuery, candidates: list[tuple[Memory, float]], ctx: ScoreContext
+        self,
+        q: SearchQuery,
+        candidates: list[tuple[Memory, float]],
+        ctx: ScoreContext,
+        correction: ErrorCorrection | None,
     ) -> list[ScoredMemory]:
         """The top ``q.limit`` candidates (memory, relevance in [0, 1]) by score, contradictions
         flagged, in the requested order; their accesses are noted."""
         memories = [memory for memory, _ in candidates]
         if ctx.current_stage is not None:
             ctx = replace(ctx, stage_types=await self._stage_types_of(memories))
-        if self._error_signals is not None and memories:
-            signals = await self._error_signals.error_correction(q.query, q.scope, memories)
-            ctx = replace(ctx, error_correction=signals)
+        if correction is not None and memories:
+            ctx = replace(ctx, error_correction=correction(memories))
         scored = []
         for memory, relevance in candidates:
             values = factors(memory, relevance, ctx)

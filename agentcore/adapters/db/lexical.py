@@ -276,26 +276,34 @@ class SqlLexicalIndex:
     def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine.execution_options(**{READ_ONLY: True})
         self._pg = engine.dialect.name == "postgresql"
+        self._fts_statements: dict[tuple[bool, bool], Any] = {}
 
     async def search(self, query: str, flt: VectorFilter, limit: int) -> list[VectorHit]:
         """The best ``limit`` memories matching ``flt`` by BM25 (> 0), best first."""
         terms = query_terms(query)
         if not terms or not flt.scope_keys or limit <= 0:
             return []
-        filters = _filters("postgresql" if self._pg else "sqlite", flt)
+        params = _filter_params(flt) | {"limit": limit}
         if self._pg:
-            stmt = self._pg_query(terms, flt, limit, filters)
+            stmt = self._pg_query(terms, flt, limit, _filters("postgresql", flt))
         else:
-            stmt = self._fts_query(terms, flt).where(*filters)
-        stmt = stmt.limit(limit)
+            stmt = self._fts_statement(flt)
+            params["match"] = _fts_match(terms, flt)
         async with self._engine.connect() as conn:
-            rows = (await conn.execute(stmt)).all()
+            rows = (await conn.execute(stmt, params)).all()
         return [VectorHit(str(row[0]), float(row[1])) for row in rows if row[1] > 0]
 
-    def _fts_query(self, terms: list[str], flt: VectorFilter) -> Any:
-        scopes = " OR ".join(f'"{scope_token(key)}"' for key in dict.fromkeys(flt.scope_keys))
-        words = " OR ".join(f'"{term}"' for term in terms)
-        match = f"scope : ({scopes}) AND {{body ctx_before ctx_after meta}} : ({words})"
+    def _fts_statement(self, flt: VectorFilter) -> Any:
+        """The FTS5 query for ``flt``'s shape, its values left as parameters. The usual shapes
+        (scopes, layers, expiry) are built once: a search pays no statement construction."""
+        shape = _shape(flt)
+        if shape is None:
+            return self._fts_query(flt)
+        if shape not in self._fts_statements:
+            self._fts_statements[shape] = self._fts_query(flt)
+        return self._fts_statements[shape]
+
+    def _fts_query(self, flt: VectorFilter) -> Any:
         fts: ColumnClause[Any] = literal_column(FTS_TABLE)
         # FTS5's rank is bm25() with these column weights (lower is better). Ordering by it lets
         # FTS5 sort inside the index, so only the best rows reach the joins and filters.
@@ -307,9 +315,11 @@ class SqlLexicalIndex:
             .select_from(table(FTS_TABLE))
             .join(docs, docs.c.doc_id == literal_column(f"{FTS_TABLE}.rowid"))
             .join(_MEMORIES, _MEMORIES.c.id == docs.c.memory_id)
-            .where(fts.op("MATCH")(literal(match, String())))
+            .where(fts.op("MATCH")(bindparam("match", type_=String())))
             .where(rank.op("MATCH")(literal(f"bm25({weights})", String())))
+            .where(*_filters("sqlite", flt))
             .order_by(rank)
+            .limit(bindparam("limit", type_=Integer()))
         )
 
     def _pg_query(
@@ -337,25 +347,56 @@ class SqlLexicalIndex:
             select(bm25.c.memory_id, bm25.c.score)
             .where(bm25.c.memory_id == func.any(func.array(live.where(*filters).scalar_subquery())))
             .order_by(bm25.c.score.desc(), bm25.c.memory_id)
+            .limit(bindparam("limit", type_=Integer()))
         )
 
 
 def _filters(dialect: str, flt: VectorFilter) -> list[ColumnElement[bool]]:
-    """``flt`` as conditions on the memories table: the database rows decide, not the index."""
+    """``flt`` as conditions on the memories table: the database rows decide, not the index.
+    Scopes, layers, stage and expiry are parameters (``_filter_params``)."""
     m = _MEMORIES.c
-    conditions: list[ColumnElement[bool]] = [m.scope_key.in_(list(flt.scope_keys))]
+    conditions: list[ColumnElement[bool]] = [
+        m.scope_key.in_(bindparam("scope_keys", expanding=True, type_=String()))
+    ]
     if flt.layers:
-        conditions.append(m.layer.in_(list(flt.layers)))
+        conditions.append(m.layer.in_(bindparam("layers", expanding=True, type_=String())))
     if flt.stage_id is not None:
-        conditions.append(m.stage_id == flt.stage_id)
+        conditions.append(m.stage_id == bindparam("stage_id", type_=String()))
     if flt.tags_any:
         conditions.append(json_array_contains_any(dialect, m.tags, flt.tags_any))
     if flt.metadata:
         conditions.append(json_object_matches(dialect, m.metadata, flt.metadata))
     if flt.alive_at is not None:
-        alive = datetime.fromtimestamp(flt.alive_at, UTC)
+        alive = bindparam("alive", type_=UTCDateTime())
         conditions.append(or_(m.expires_at.is_(None), m.expires_at > alive))
     return conditions
+
+
+def _filter_params(flt: VectorFilter) -> dict[str, Any]:
+    """The parameter values of ``_filters(flt)``."""
+    params: dict[str, Any] = {"scope_keys": list(dict.fromkeys(flt.scope_keys))}
+    if flt.layers:
+        params["layers"] = list(flt.layers)
+    if flt.stage_id is not None:
+        params["stage_id"] = flt.stage_id
+    if flt.alive_at is not None:
+        params["alive"] = datetime.fromtimestamp(flt.alive_at, UTC)
+    return params
+
+
+def _shape(flt: VectorFilter) -> tuple[bool, bool] | None:
+    """What decides the statement of a search with ``flt``: whether it filters by layer and by
+    expiry; None for a rarer shape (stage, tags or metadata: built for the search)."""
+    if flt.stage_id is not None or flt.tags_any or flt.metadata:
+        return None
+    return bool(flt.layers), flt.alive_at is not None
+
+
+def _fts_match(terms: list[str], flt: VectorFilter) -> str:
+    """The FTS5 MATCH expression: one of the caller's scopes, and any of the terms."""
+    scopes = " OR ".join(f'"{scope_token(key)}"' for key in dict.fromkeys(flt.scope_keys))
+    words = " OR ".join(f'"{term}"' for term in terms)
+    return f"scope : ({scopes}) AND {{body ctx_before ctx_after meta}} : ({words})"
 
 
 # BM25F over the caller's scopes, from the postings of the query's lexemes (tf: the weighted
