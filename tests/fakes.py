@@ -71,6 +71,8 @@ def _matches(point: VectorPoint, flt: VectorFilter) -> bool:
     for key, value in (flt.metadata or {}).items():
         if point.metadata.get(key) != value or type(point.metadata.get(key)) is not type(value):
             return False
+    if flt.ids is not None and point.id not in flt.ids:
+        return False
     return flt.alive_at is None or point.expires_at > flt.alive_at
 
 

@@ -64,6 +64,7 @@ class VectorFilter:
 
     ``metadata`` matches exact scalar values of top-level metadata keys (keys without dots).
     ``alive_at`` keeps points whose ``expires_at`` is later than it (epoch seconds).
+    ``ids`` keeps only those memories (e.g. to score known candidates against a query).
     """
 
     scope_keys: Sequence[str]
@@ -72,6 +73,7 @@ class VectorFilter:
     tags_any: Sequence[str] | None = None
     metadata: dict[str, str | int | bool] | None = None
     alive_at: float | None = None
+    ids: Sequence[str] | None = None
 
 
 @dataclass(frozen=True, slots=True)

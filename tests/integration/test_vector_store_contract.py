@@ -150,6 +150,19 @@ async def test_filter_by_stage(backend: Backend) -> None:
     assert len(await ids(backend.store, IN_SCOPE)) == 3
 
 
+async def test_filter_by_ids_scores_exactly_those_points(backend: Backend) -> None:
+    near, far, other = point(vec(1, 0.1, 0, 0)), point(vec(0, 1, 0, 0)), point(QUERY)
+    foreign = point(QUERY, scope_key="user:u2", scope_ids={"user_id": "u2"})
+    await backend.store.upsert([near, far, other, foreign])
+
+    flt = VectorFilter(["user:u1"], ids=[far.id, near.id, foreign.id, new_id()])
+    hits = await backend.store.search(QUERY, flt, 10)
+
+    assert [hit.id for hit in hits] == [near.id, far.id]  # the scope still applies
+    assert hits[1].score == pytest.approx(0.0, abs=1e-4)
+    assert await ids(backend.store, VectorFilter(["user:u1"], ids=[])) == []
+
+
 async def test_filter_by_any_tag(backend: Backend) -> None:
     red, blue = point(QUERY, tags=["red", "x"]), point(QUERY, tags=["blue"])
     await backend.store.upsert([red, blue, point(QUERY)])

@@ -163,10 +163,12 @@ class Mem0VectorStore:
         if limit <= 0 or not flt.scope_keys:
             return []
         query = vector_list(vector, self._require_dimension())
-        # mem0's search takes ``top_k`` (it has no ``limit``) and ``filters``.
-        search = partial(
-            self._layer.search, query="", vectors=query, top_k=limit, filters=mem0_filters(flt)
-        )
+        if flt.ids is not None:  # mem0's filters have no point ids: ask its Qdrant client
+            search = partial(self._search_points, query, flt, limit)
+        else:  # mem0's search takes ``top_k`` (it has no ``limit``) and ``filters``.
+            search = partial(
+                self._layer.search, query="", vectors=query, top_k=limit, filters=mem0_filters(flt)
+            )
         with _provider_errors("search"):
             points = await self._run(search)
         return [
@@ -174,6 +176,12 @@ class Mem0VectorStore:
             for point in points
             if score_threshold is None or point.score >= score_threshold
         ]
+
+    def _search_points(self, query: list[float], flt: VectorFilter, limit: int) -> list[Any]:
+        found = self._layer.client.query_points(
+            self._collection, query=query, query_filter=qdrant_filter(flt), limit=limit
+        )
+        return list(found.points)
 
     async def count(self, flt: VectorFilter) -> int:
         if not flt.scope_keys:

@@ -61,6 +61,8 @@ def edge_filter(flt: VectorFilter) -> qe.Filter:
         must.append(qe.FieldCondition(f"metadata.{key}", match=_match_value(value)))
     if flt.alive_at is not None:
         must.append(qe.FieldCondition("expires_at", range=qe.RangeFloat(gt=flt.alive_at)))
+    if flt.ids is not None:
+        must.append(qe.HasIdCondition(set(flt.ids)))
     return qe.Filter(must=must)
 
 

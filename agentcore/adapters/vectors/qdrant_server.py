@@ -61,6 +61,8 @@ def qdrant_filter(flt: VectorFilter) -> models.Filter:
         )
     if flt.alive_at is not None:
         must.append(models.FieldCondition(key="expires_at", range=models.Range(gt=flt.alive_at)))
+    if flt.ids is not None:
+        must.append(models.HasIdCondition(has_id=list(flt.ids)))
     return models.Filter(must=must)
 
 
