@@ -17,7 +17,7 @@ from prometheus_client import CollectorRegistry
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from agentcore.adapters.db.engine import create_engine
-from agentcore.adapters.db.lexical import SqlLexicalIndex
+from agentcore.adapters.db.lexical_search import SqlLexicalIndex
 from agentcore.adapters.db.uow import SqlUnitOfWorkFactory, ping
 from agentcore.adapters.tokens import BpeTokenCounter
 from agentcore.config import Settings

@@ -5,12 +5,16 @@ misses paraphrases. Both sides fetch their best ``pool`` memories under the same
 union is checked against the database (scope, expiry, existence: the rows decide) and each
 memory gets
 
-    relevance = w · cosine⁺ + (1 − w) · bm25 / max bm25                     (both in [0, 1])
+    relevance = w · cosine⁺ + (1 − w) · coverage · bm25 / max bm25          (all in [0, 1])
 
 (normalized score blending: reciprocal rank fusion throws the score gaps away and, with a weak
-dense side, lets its poor ranks in). A memory missing from one side's full list is given that
-list's last score, the most it can have; from a list that was not full, zero. With one side
-empty (no lexical index, no word in common, no vector yet) the other side alone decides.
+dense side, lets its poor ranks in). A lexical candidate the dense side did not return is
+scored by its own cosine (one more vector search, restricted to those ids); a dense candidate
+missing from a full lexical list is given that list's last score, the most it can have; from
+a list that was not full, zero. ``coverage`` is the share of the query's distinct terms the
+memory's lexical document holds (Lucene's ``coord``): BM25 alone lets one frequent word
+outscore a memory that holds most of the question. With one side empty (no lexical index, no
+word in common, no vector yet) the other side alone decides.
 
 Evidence clusters in episodes: a memory whose session holds other strong candidates is more
 likely what was asked about. The relevance is finally blended with its episode's strength
@@ -22,9 +26,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
 
 from agentcore.domain.models import Memory
 from agentcore.services.ports import (
@@ -35,6 +42,8 @@ from agentcore.services.ports import (
     VectorStore,
 )
 
+Vector = npt.NDArray[np.float32]
+
 
 class LexicalIndex(Protocol):
     """Full-text search over memories (BM25 or equivalent), kept up to date on every write."""
@@ -42,6 +51,11 @@ class LexicalIndex(Protocol):
     async def search(self, query: str, flt: VectorFilter, limit: int) -> list[VectorHit]:
         """The best ``limit`` memories matching ``flt``, best first; ``score`` > 0, higher is
         better, comparable only within one call. Expired and deleted memories never appear."""
+        ...
+
+    async def coverage(self, query: str, memory_ids: Sequence[str]) -> dict[str, float]:
+        """The share of the query's distinct terms each memory's document holds, in (0, 1];
+        memories holding none are left out."""
         ...
 
 
@@ -73,9 +87,11 @@ def fuse(
     *,
     dense_floor: float = 0.0,
     lexical_floor: float = 0.0,
+    coverage: Mapping[str, float] | None = None,
 ) -> dict[str, float]:
     """Relevance in [0, 1] of every id in either map: cosine clipped to [0, 1], BM25 divided by
-    the best BM25, blended with ``dense_weight``; a missing side takes its floor."""
+    the best BM25 and, given ``coverage``, multiplied by the id's coverage (0 if left out),
+    blended with ``dense_weight``; a missing side takes its floor."""
     if not dense and not lexical:
         return {}
     weight = dense_weight if dense and lexical else (1.0 if dense else 0.0)
@@ -83,8 +99,10 @@ def fuse(
     fused = {}
     for memory_id in dict.fromkeys([*dense, *lexical]):
         cosine = _unit(dense.get(memory_id, dense_floor))
-        bm25 = lexical.get(memory_id, lexical_floor) / best if best > 0 else 0.0
-        fused[memory_id] = weight * cosine + (1.0 - weight) * _unit(bm25)
+        bm25 = _unit(lexical.get(memory_id, lexical_floor) / best) if best > 0 else 0.0
+        if coverage is not None:
+            bm25 *= _unit(coverage.get(memory_id, 0.0))
+        fused[memory_id] = weight * cosine + (1.0 - weight) * bm25
     return fused
 
 
@@ -154,20 +172,25 @@ class CandidateGenerator:
         makes the relevance the clipped cosine alone (e.g. to find paraphrases)."""
         pool = max(self._fusion.pool, limit)
         lexical_side = self._no_hits() if dense_only else self._lexical_hits(query, flt, pool)
-        dense, lexical = await asyncio.gather(self._dense(query, flt, pool), lexical_side)
+        (vector, dense), lexical = await asyncio.gather(self._dense(query, flt, pool), lexical_side)
         ids = list(dict.fromkeys([hit.id for hit in dense] + [hit.id for hit in lexical]))
         if not ids:
             return []
-        async with self._uow_factory(read_only=True) as uow:
-            found = await uow.memories.get_many(ids)
+        found, exact, coverage = await asyncio.gather(
+            self._rows(ids),
+            self._cosines(vector, flt, dense, lexical),
+            self._coverage(query, ids if lexical else []),
+        )
         keys = set(flt.scope_keys)
         live = {m.id: m for m in found if m.scope_key in keys and not m.is_expired(now)}
+        cosine = {hit.id: hit.score for hit in (*dense, *exact) if hit.id in live}
         relevance = fuse(
-            {hit.id: hit.score for hit in dense if hit.id in live},
+            cosine,
             {hit.id: hit.score for hit in lexical if hit.id in live},
             self._fusion.dense_weight,
             dense_floor=floor_of(dense, pool),
             lexical_floor=floor_of(lexical, pool),
+            coverage=coverage,
         )
         relevance = with_episodes(
             relevance,
@@ -180,9 +203,35 @@ class CandidateGenerator:
             ranked = [(memory_id, value) for memory_id, value in ranked if value >= threshold]
         return [(live[memory_id], value) for memory_id, value in ranked[:limit]]
 
-    async def _dense(self, query: str, flt: VectorFilter, pool: int) -> list[VectorHit]:
+    async def _dense(
+        self, query: str, flt: VectorFilter, pool: int
+    ) -> tuple[Vector, list[VectorHit]]:
         vector = (await self._embedder.embed([query]))[0]
-        return await self._vectors.search(vector, flt, pool)
+        return vector, await self._vectors.search(vector, flt, pool)
+
+    async def _cosines(
+        self,
+        vector: Vector,
+        flt: VectorFilter,
+        dense: Sequence[VectorHit],
+        lexical: Sequence[VectorHit],
+    ) -> list[VectorHit]:
+        """The cosine of the lexical candidates the dense side did not return: each is
+        scored against the query itself, not given the dense side's floor."""
+        seen = {hit.id for hit in dense}
+        missing = [hit.id for hit in lexical if hit.id not in seen]
+        if not missing:
+            return []
+        return await self._vectors.search(vector, replace(flt, ids=missing), len(missing))
+
+    async def _coverage(self, query: str, ids: Sequence[str]) -> dict[str, float] | None:
+        if self._lexical is None or not ids:
+            return None
+        return await self._lexical.coverage(query, ids)
+
+    async def _rows(self, ids: Sequence[str]) -> list[Memory]:
+        async with self._uow_factory(read_only=True) as uow:
+            return await uow.memories.get_many(ids)
 
     async def _no_hits(self) -> list[VectorHit]:
         return []

@@ -16,7 +16,8 @@ from sqlalchemy import delete, insert
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from agentcore.adapters.db.engine import create_engine
-from agentcore.adapters.db.lexical import SqlLexicalIndex, query_terms
+from agentcore.adapters.db.lexical import query_terms
+from agentcore.adapters.db.lexical_search import SqlLexicalIndex
 from agentcore.adapters.db.migrate import alembic_config
 from agentcore.adapters.db.repositories import memory_values
 from agentcore.adapters.db.tables import Base, MemoryRow
@@ -127,6 +128,32 @@ async def test_a_reply_is_found_through_the_question_it_answers(
     cello = await found(index, "cello")
     assert cello[0] == reply.id
     assert set(cello) == {question.id, reply.id, later.id}
+
+
+async def test_coverage_is_the_share_of_query_terms_a_document_holds(
+    uows: SqlUnitOfWorkFactory, index: SqlLexicalIndex
+) -> None:
+    painted, cello, weather = turns(
+        "Melanie painted a sunrise over the lake.",  # its neighbour lends it "cello"
+        "The cello lessons start in June.",
+        "Nice weather today.",
+    )
+    lonely = turns("Sunrises and lakes, painted again.", scope=replace(ALICE, session_id="s2"))
+    unrelated = turns("Nothing to see here.", scope=replace(ALICE, session_id="s3"))
+    await add_all(uows, [painted, cello, weather, *lonely, *unrelated])
+    ids = [painted.id, cello.id, weather.id, lonely[0].id, unrelated[0].id, new_id()]
+
+    # four distinct stems: paint, sunris, cello, kangaroo (stop words are not terms)
+    coverage = await index.coverage("Who is painting sunrises with a cello or a kangaroo?", ids)
+
+    assert coverage[painted.id] == pytest.approx(3 / 4)  # paint, sunris; cello (neighbour)
+    assert coverage[lonely[0].id] == pytest.approx(2 / 4)  # stems match other word forms
+    assert coverage[cello.id] == pytest.approx(3 / 4)  # cello; paint, sunris (neighbour)
+    assert coverage[weather.id] == pytest.approx(1 / 4)  # cello (neighbour)
+    assert unrelated[0].id not in coverage  # holds none of the terms
+    assert ids[-1] not in coverage  # not stored
+    assert await index.coverage("what is it", ids) == {}  # no terms
+    assert await index.coverage("cello", []) == {}
 
 
 async def test_update_and_delete_keep_the_index_in_step(

@@ -4,6 +4,7 @@ generator over fakes (a word-overlap lexical index stands in for BM25)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import timedelta
 
 import pytest
@@ -44,6 +45,13 @@ class WordOverlapIndex:
         hits.sort(key=lambda h: -h.score)
         return hits[:limit]
 
+    async def coverage(self, query: str, memory_ids: Sequence[str]) -> dict[str, float]:
+        words = set(_WORD.findall(query.lower()))
+        async with self._store(read_only=True) as uow:
+            memories = await uow.memories.get_many(memory_ids)
+        shares = {m.id: len(words & set(_WORD.findall(m.content.lower()))) for m in memories}
+        return {memory_id: n / len(words) for memory_id, n in shares.items() if n}
+
 
 def _all(flt: VectorFilter) -> ListQuery:
     return ListQuery(scope_keys=flt.scope_keys, limit=10_000)
@@ -56,6 +64,12 @@ def test_fuse_blends_clipped_cosine_with_bm25_relative_to_the_best() -> None:
     assert fused["c"] == pytest.approx(0.0)  # negative cosine counts as 0
     assert fused["d"] == pytest.approx(0.6)  # the best lexical hit, no dense hit
     assert all(0.0 <= v <= 1.0 for v in fused.values())
+
+
+def test_coverage_scales_the_lexical_part() -> None:
+    fused = fuse({"a": 0.5, "b": 0.5}, {"a": 4.0, "b": 4.0}, 0.4, coverage={"a": 0.5})
+    assert fused["a"] == pytest.approx(0.4 * 0.5 + 0.6 * 0.5)
+    assert fused["b"] == pytest.approx(0.4 * 0.5)  # holds none of the query's terms
 
 
 def test_a_missing_side_takes_its_floor() -> None:
@@ -128,6 +142,35 @@ async def test_lexical_candidates_join_the_dense_ones(services: Services) -> Non
     assert all(0.0 <= relevance <= 1.0 for _, relevance in found)
     high = await generator.generate("zanzibar", _filter("user:alice"), 10, 0.5, now)
     assert [m.id for m, _ in high] == [stored[-1].id]
+
+
+async def test_a_lexical_only_candidate_is_scored_by_its_own_cosine(services: Services) -> None:
+    alice = ScopeIds(user_id="alice")
+    stored = await services.memory.add_batch(
+        [NewMemory(f"note number {i} about gardening", alice) for i in range(4)]
+        # two query words among many others: a weak cosine, the best word overlap
+        + [NewMemory("Zanzibar trip " + " ".join(f"detail{i}" for i in range(30)), alice)]
+    )
+    zanzibar = stored[-1]
+    generator = CandidateGenerator(
+        services.store,
+        services.vectors,
+        services.embedder,
+        WordOverlapIndex(services.store),
+        Fusion(pool=1, episode_weight=0),
+    )
+    query = "zanzibar trip gardening"
+    vector = (await services.embedder.embed([query]))[0]
+    everyone = await services.vectors.search(vector, _filter("user:alice"), 10)
+    assert everyone[0].id != zanzibar.id  # the dense side (pool 1) does not return it
+    own = next(hit.score for hit in everyone if hit.id == zanzibar.id)
+    assert own != everyone[0].score  # its cosine differs from the dense side's floor
+
+    found = await generator.generate(query, _filter("user:alice"), 5, None, services.clock())
+
+    relevance = {memory.id: value for memory, value in found}
+    # its own cosine, and the best BM25 times its coverage (2 of the 3 query words)
+    assert relevance[zanzibar.id] == pytest.approx(0.4 * min(max(own, 0.0), 1.0) + 0.6 * 2 / 3)
 
 
 async def test_only_live_memories_of_the_filter_scopes_are_candidates(services: Services) -> None:

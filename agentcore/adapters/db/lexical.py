@@ -6,8 +6,9 @@ Each memory has one document with four weighted fields: ``body`` (its content, w
 layer and session, weight 0.35 each: a reply is found by the question it answers) and ``meta``
 (its key, tags and string metadata values such as a speaker or a date, weight 0.5). Documents
 are written by ``LexicalWriter`` inside the memory's own transaction, so the index is never
-behind the memories table; ``SqlLexicalIndex`` searches it, restricted to the caller's scope
-keys and filters, and joins the memories table, so a deleted or expired memory never comes back.
+behind the memories table; ``lexical_search.SqlLexicalIndex`` searches it, restricted to the
+caller's scope keys and filters, and joins the memories table, so a deleted or expired memory
+never comes back.
 
 The score is BM25 (k1 = 1.2, b = 0.75) with the field weights applied to term frequencies
 (BM25F). FTS5 computes it itself (document frequencies over the whole table); on Postgres the
@@ -20,39 +21,30 @@ import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, cast
 
 from sqlalchemy import (
-    ColumnElement,
-    Float,
     Integer,
     String,
     Table,
     bindparam,
     column,
-    func,
     insert,
     literal,
-    literal_column,
-    or_,
     select,
     table,
     text,
     tuple_,
 )
 from sqlalchemy.dialects import postgresql
-from sqlalchemy.dialects.postgresql import ARRAY
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
-from sqlalchemy.sql.elements import BindParameter, ColumnClause
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.sql.elements import BindParameter
 from sqlalchemy.types import Text
 
-from agentcore.adapters.db.dialect import json_array_contains_any, json_object_matches
-from agentcore.adapters.db.engine import READ_ONLY
 from agentcore.adapters.db.tables import MemoryRow
 from agentcore.adapters.db.types import UTCDateTime
 from agentcore.domain.models import Memory
-from agentcore.services.ports import VectorFilter, VectorHit
 
 FTS_TABLE = "memory_lexical"  # SQLite: the FTS5 table; Postgres: the plain table
 FTS_DOCS = "memory_lexical_docs"  # SQLite only: memory id -> FTS5 rowid
@@ -62,7 +54,6 @@ PG_CONFIG = "english"
 # Field weights, in FTS5 column order after ``scope`` (which has weight 0).
 BODY, NEIGHBOUR, META = 1.0, 0.35, 0.5
 MAX_QUERY_TERMS = 32
-_PG_PREFETCH = 4  # Postgres: candidates scored per result wanted, before the row filters
 _NEIGHBOUR_CHARS = 2_000  # context taken from each neighbour
 _META_CHARS = 2_000
 
@@ -268,155 +259,3 @@ def neighbour_text(content: str) -> str:
 
 def _content(found: tuple[str, str] | None) -> str:
     return "" if found is None else neighbour_text(found[1])
-
-
-class SqlLexicalIndex:
-    """``LexicalIndex`` (agentcore.services.candidates) over the SQL database of ``engine``."""
-
-    def __init__(self, engine: AsyncEngine) -> None:
-        self._engine = engine.execution_options(**{READ_ONLY: True})
-        self._pg = engine.dialect.name == "postgresql"
-        self._fts_statements: dict[tuple[bool, bool], Any] = {}
-
-    async def search(self, query: str, flt: VectorFilter, limit: int) -> list[VectorHit]:
-        """The best ``limit`` memories matching ``flt`` by BM25 (> 0), best first."""
-        terms = query_terms(query)
-        if not terms or not flt.scope_keys or limit <= 0:
-            return []
-        params = _filter_params(flt) | {"limit": limit}
-        if self._pg:
-            stmt = self._pg_query(terms, flt, limit, _filters("postgresql", flt))
-        else:
-            stmt = self._fts_statement(flt)
-            params["match"] = _fts_match(terms, flt)
-        async with self._engine.connect() as conn:
-            rows = (await conn.execute(stmt, params)).all()
-        return [VectorHit(str(row[0]), float(row[1])) for row in rows if row[1] > 0]
-
-    def _fts_statement(self, flt: VectorFilter) -> Any:
-        """The FTS5 query for ``flt``'s shape, its values left as parameters. The usual shapes
-        (scopes, layers, expiry) are built once: a search pays no statement construction."""
-        shape = _shape(flt)
-        if shape is None:
-            return self._fts_query(flt)
-        if shape not in self._fts_statements:
-            self._fts_statements[shape] = self._fts_query(flt)
-        return self._fts_statements[shape]
-
-    def _fts_query(self, flt: VectorFilter) -> Any:
-        fts: ColumnClause[Any] = literal_column(FTS_TABLE)
-        # FTS5's rank is bm25() with these column weights (lower is better). Ordering by it lets
-        # FTS5 sort inside the index, so only the best rows reach the joins and filters.
-        rank: ColumnClause[Any] = literal_column(f"{FTS_TABLE}.rank")
-        weights = ", ".join(str(w) for w in (0.0, BODY, NEIGHBOUR, NEIGHBOUR, META))
-        docs = table(FTS_DOCS, column("doc_id"), column("memory_id"))
-        return (
-            select(docs.c.memory_id, (-rank).label("score"))
-            .select_from(table(FTS_TABLE))
-            .join(docs, docs.c.doc_id == literal_column(f"{FTS_TABLE}.rowid"))
-            .join(_MEMORIES, _MEMORIES.c.id == docs.c.memory_id)
-            .where(fts.op("MATCH")(bindparam("match", type_=String())))
-            .where(rank.op("MATCH")(literal(f"bm25({weights})", String())))
-            .where(*_filters("sqlite", flt))
-            .order_by(rank)
-            .limit(bindparam("limit", type_=Integer()))
-        )
-
-    def _pg_query(
-        self, terms: list[str], flt: VectorFilter, limit: int, filters: list[ColumnElement[bool]]
-    ) -> Any:
-        """The best ``limit`` × ``_PG_PREFETCH`` of the scopes by BM25, then the filters on
-        the memory rows: a short list to join, whatever the planner knows of the tables."""
-        bm25 = (
-            text(_PG_BM25)
-            .bindparams(
-                bindparam("query", " ".join(terms), type_=String()),
-                bindparam("keys", list(dict.fromkeys(flt.scope_keys)), type_=ARRAY(String())),
-                bindparam("prefetch", limit * _PG_PREFETCH, type_=Integer()),
-            )
-            .columns(column("memory_id", String()), column("score", Float()))
-            .cte("bm25")
-            # Computed once, then joined to the memories: never re-planned per memory row.
-            .prefix_with("MATERIALIZED")
-        )
-        # The memory rows are looked up by id (an index scan of a short array), never joined:
-        # a join's plan depends on table statistics that a fresh table does not have.
-        ids = select(bm25.c.memory_id).scalar_subquery()
-        live = select(_MEMORIES.c.id).where(_MEMORIES.c.id == func.any(func.array(ids)))
-        return (
-            select(bm25.c.memory_id, bm25.c.score)
-            .where(bm25.c.memory_id == func.any(func.array(live.where(*filters).scalar_subquery())))
-            .order_by(bm25.c.score.desc(), bm25.c.memory_id)
-            .limit(bindparam("limit", type_=Integer()))
-        )
-
-
-def _filters(dialect: str, flt: VectorFilter) -> list[ColumnElement[bool]]:
-    """``flt`` as conditions on the memories table: the database rows decide, not the index.
-    Scopes, layers, stage and expiry are parameters (``_filter_params``)."""
-    m = _MEMORIES.c
-    conditions: list[ColumnElement[bool]] = [
-        m.scope_key.in_(bindparam("scope_keys", expanding=True, type_=String()))
-    ]
-    if flt.layers:
-        conditions.append(m.layer.in_(bindparam("layers", expanding=True, type_=String())))
-    if flt.stage_id is not None:
-        conditions.append(m.stage_id == bindparam("stage_id", type_=String()))
-    if flt.tags_any:
-        conditions.append(json_array_contains_any(dialect, m.tags, flt.tags_any))
-    if flt.metadata:
-        conditions.append(json_object_matches(dialect, m.metadata, flt.metadata))
-    if flt.alive_at is not None:
-        alive = bindparam("alive", type_=UTCDateTime())
-        conditions.append(or_(m.expires_at.is_(None), m.expires_at > alive))
-    return conditions
-
-
-def _filter_params(flt: VectorFilter) -> dict[str, Any]:
-    """The parameter values of ``_filters(flt)``."""
-    params: dict[str, Any] = {"scope_keys": list(dict.fromkeys(flt.scope_keys))}
-    if flt.layers:
-        params["layers"] = list(flt.layers)
-    if flt.stage_id is not None:
-        params["stage_id"] = flt.stage_id
-    if flt.alive_at is not None:
-        params["alive"] = datetime.fromtimestamp(flt.alive_at, UTC)
-    return params
-
-
-def _shape(flt: VectorFilter) -> tuple[bool, bool] | None:
-    """What decides the statement of a search with ``flt``: whether it filters by layer and by
-    expiry; None for a rarer shape (stage, tags or metadata: built for the search)."""
-    if flt.stage_id is not None or flt.tags_any or flt.metadata:
-        return None
-    return bool(flt.layers), flt.alive_at is not None
-
-
-def _fts_match(terms: list[str], flt: VectorFilter) -> str:
-    """The FTS5 MATCH expression: one of the caller's scopes, and any of the terms."""
-    scopes = " OR ".join(f'"{scope_token(key)}"' for key in dict.fromkeys(flt.scope_keys))
-    words = " OR ".join(f'"{term}"' for term in terms)
-    return f"scope : ({scopes}) AND {{body ctx_before ctx_after meta}} : ({words})"
-
-
-# BM25F over the caller's scopes, from the postings of the query's lexemes (tf: the weighted
-# count of a lexeme's positions; doc_len: the document's number of distinct lexemes).
-_PG_BM25 = f"""
-WITH stats AS (
-    SELECT count(*)::float8 AS n, coalesce(avg(doc_len), 1)::float8 AS avgdl
-    FROM {FTS_TABLE} WHERE scope_key = ANY(:keys)
-), hits AS (
-    SELECT memory_id, tf, doc_len, count(*) OVER (PARTITION BY lexeme)::float8 AS df
-    FROM {FTS_TERMS}
-    WHERE scope_key = ANY(:keys)
-        AND lexeme = ANY(tsvector_to_array(to_tsvector('{PG_CONFIG}', :query)))
-)
-SELECT h.memory_id, sum(
-    greatest(ln((s.n - h.df + 0.5) / (h.df + 0.5)), 1e-6)
-    * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * h.doc_len / greatest(s.avgdl, 1)))
-) AS score
-FROM hits AS h CROSS JOIN stats AS s
-GROUP BY h.memory_id
-ORDER BY score DESC
-LIMIT :prefetch
-"""

@@ -1,0 +1,218 @@
+"""Searching the lexical index (``agentcore.adapters.db.lexical`` keeps its documents): BM25
+over the caller's scopes, and the query-term coverage of candidate documents.
+
+SQLite: FTS5 ranks with its own bm25() (document frequencies over the whole table); the
+statement of the usual filter shapes is built once and reused with new parameters. PostgreSQL:
+the query computes BM25 from the postings, with frequencies over the caller's scopes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any, cast
+
+from sqlalchemy import (
+    ColumnElement,
+    Float,
+    Integer,
+    String,
+    Table,
+    bindparam,
+    column,
+    func,
+    literal,
+    literal_column,
+    or_,
+    select,
+    table,
+    text,
+)
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.sql.elements import ColumnClause
+
+from agentcore.adapters.db.dialect import json_array_contains_any, json_object_matches
+from agentcore.adapters.db.engine import READ_ONLY
+from agentcore.adapters.db.lexical import (
+    BODY,
+    FTS_DOCS,
+    FTS_TABLE,
+    FTS_TERMS,
+    META,
+    NEIGHBOUR,
+    PG_CONFIG,
+    query_terms,
+    scope_token,
+)
+from agentcore.adapters.db.lexical_coverage import FtsStems, pg_coverage, sqlite_coverage
+from agentcore.adapters.db.tables import MemoryRow
+from agentcore.adapters.db.types import UTCDateTime
+from agentcore.services.ports import VectorFilter, VectorHit
+
+_MEMORIES = cast(Table, MemoryRow.__table__)
+_PG_PREFETCH = 4  # Postgres: candidates scored per result wanted, before the row filters
+
+
+class SqlLexicalIndex:
+    """``LexicalIndex`` (agentcore.services.candidates) over the SQL database of ``engine``."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self._engine = engine.execution_options(**{READ_ONLY: True})
+        self._pg = engine.dialect.name == "postgresql"
+        self._fts_statements: dict[tuple[bool, bool], Any] = {}
+        self._stems = None if self._pg else FtsStems()
+
+    async def search(self, query: str, flt: VectorFilter, limit: int) -> list[VectorHit]:
+        """The best ``limit`` memories matching ``flt`` by BM25 (> 0), best first."""
+        terms = query_terms(query)
+        if not terms or not flt.scope_keys or limit <= 0:
+            return []
+        params = _filter_params(flt) | {"limit": limit}
+        if self._pg:
+            stmt = self._pg_query(terms, flt, limit, _filters("postgresql", flt))
+        else:
+            stmt = self._fts_statement(flt)
+            params["match"] = _fts_match(terms, flt)
+        async with self._engine.connect() as conn:
+            rows = (await conn.execute(stmt, params)).all()
+        return [VectorHit(str(row[0]), float(row[1])) for row in rows if row[1] > 0]
+
+    async def coverage(self, query: str, memory_ids: Sequence[str]) -> dict[str, float]:
+        """The share of the query's terms (distinct stems) each memory's document holds, in
+        (0, 1]; memories holding none are left out."""
+        terms = query_terms(query)
+        if not terms or not memory_ids:
+            return {}
+        async with self._engine.connect() as conn:
+            if self._stems is None:
+                return await pg_coverage(conn, terms, memory_ids)
+            return await sqlite_coverage(conn, self._stems, terms, memory_ids)
+
+    def _fts_statement(self, flt: VectorFilter) -> Any:
+        """The FTS5 query for ``flt``'s shape, its values left as parameters. The usual shapes
+        (scopes, layers, expiry) are built once: a search pays no statement construction."""
+        shape = _shape(flt)
+        if shape is None:
+            return self._fts_query(flt)
+        if shape not in self._fts_statements:
+            self._fts_statements[shape] = self._fts_query(flt)
+        return self._fts_statements[shape]
+
+    def _fts_query(self, flt: VectorFilter) -> Any:
+        fts: ColumnClause[Any] = literal_column(FTS_TABLE)
+        # FTS5's rank is bm25() with these column weights (lower is better). Ordering by it lets
+        # FTS5 sort inside the index, so only the best rows reach the joins and filters.
+        rank: ColumnClause[Any] = literal_column(f"{FTS_TABLE}.rank")
+        weights = ", ".join(str(w) for w in (0.0, BODY, NEIGHBOUR, NEIGHBOUR, META))
+        docs = table(FTS_DOCS, column("doc_id"), column("memory_id"))
+        return (
+            select(docs.c.memory_id, (-rank).label("score"))
+            .select_from(table(FTS_TABLE))
+            .join(docs, docs.c.doc_id == literal_column(f"{FTS_TABLE}.rowid"))
+            .join(_MEMORIES, _MEMORIES.c.id == docs.c.memory_id)
+            .where(fts.op("MATCH")(bindparam("match", type_=String())))
+            .where(rank.op("MATCH")(literal(f"bm25({weights})", String())))
+            .where(*_filters("sqlite", flt))
+            .order_by(rank)
+            .limit(bindparam("limit", type_=Integer()))
+        )
+
+    def _pg_query(
+        self, terms: list[str], flt: VectorFilter, limit: int, filters: list[ColumnElement[bool]]
+    ) -> Any:
+        """The best ``limit`` × ``_PG_PREFETCH`` of the scopes by BM25, then the filters on
+        the memory rows: a short list to join, whatever the planner knows of the tables."""
+        bm25 = (
+            text(_PG_BM25)
+            .bindparams(
+                bindparam("query", " ".join(terms), type_=String()),
+                bindparam("keys", list(dict.fromkeys(flt.scope_keys)), type_=ARRAY(String())),
+                bindparam("prefetch", limit * _PG_PREFETCH, type_=Integer()),
+            )
+            .columns(column("memory_id", String()), column("score", Float()))
+            .cte("bm25")
+            # Computed once, then joined to the memories: never re-planned per memory row.
+            .prefix_with("MATERIALIZED")
+        )
+        # The memory rows are looked up by id (an index scan of a short array), never joined:
+        # a join's plan depends on table statistics that a fresh table does not have.
+        ids = select(bm25.c.memory_id).scalar_subquery()
+        live = select(_MEMORIES.c.id).where(_MEMORIES.c.id == func.any(func.array(ids)))
+        return (
+            select(bm25.c.memory_id, bm25.c.score)
+            .where(bm25.c.memory_id == func.any(func.array(live.where(*filters).scalar_subquery())))
+            .order_by(bm25.c.score.desc(), bm25.c.memory_id)
+            .limit(bindparam("limit", type_=Integer()))
+        )
+
+
+def _filters(dialect: str, flt: VectorFilter) -> list[ColumnElement[bool]]:
+    """``flt`` as conditions on the memories table: the database rows decide, not the index.
+    Scopes, layers, stage and expiry are parameters (``_filter_params``)."""
+    m = _MEMORIES.c
+    conditions: list[ColumnElement[bool]] = [
+        m.scope_key.in_(bindparam("scope_keys", expanding=True, type_=String()))
+    ]
+    if flt.layers:
+        conditions.append(m.layer.in_(bindparam("layers", expanding=True, type_=String())))
+    if flt.stage_id is not None:
+        conditions.append(m.stage_id == bindparam("stage_id", type_=String()))
+    if flt.tags_any:
+        conditions.append(json_array_contains_any(dialect, m.tags, flt.tags_any))
+    if flt.metadata:
+        conditions.append(json_object_matches(dialect, m.metadata, flt.metadata))
+    if flt.alive_at is not None:
+        alive = bindparam("alive", type_=UTCDateTime())
+        conditions.append(or_(m.expires_at.is_(None), m.expires_at > alive))
+    return conditions
+
+
+def _filter_params(flt: VectorFilter) -> dict[str, Any]:
+    """The parameter values of ``_filters(flt)``."""
+    params: dict[str, Any] = {"scope_keys": list(dict.fromkeys(flt.scope_keys))}
+    if flt.layers:
+        params["layers"] = list(flt.layers)
+    if flt.stage_id is not None:
+        params["stage_id"] = flt.stage_id
+    if flt.alive_at is not None:
+        params["alive"] = datetime.fromtimestamp(flt.alive_at, UTC)
+    return params
+
+
+def _shape(flt: VectorFilter) -> tuple[bool, bool] | None:
+    """What decides the statement of a search with ``flt``: whether it filters by layer and by
+    expiry; None for a rarer shape (stage, tags or metadata: built for the search)."""
+    if flt.stage_id is not None or flt.tags_any or flt.metadata:
+        return None
+    return bool(flt.layers), flt.alive_at is not None
+
+
+def _fts_match(terms: list[str], flt: VectorFilter) -> str:
+    """The FTS5 MATCH expression: one of the caller's scopes, and any of the terms."""
+    scopes = " OR ".join(f'"{scope_token(key)}"' for key in dict.fromkeys(flt.scope_keys))
+    words = " OR ".join(f'"{term}"' for term in terms)
+    return f"scope : ({scopes}) AND {{body ctx_before ctx_after meta}} : ({words})"
+
+
+# BM25F over the caller's scopes, from the postings of the query's lexemes (tf: the weighted
+# count of a lexeme's positions; doc_len: the document's number of distinct lexemes).
+_PG_BM25 = f"""
+WITH stats AS (
+    SELECT count(*)::float8 AS n, coalesce(avg(doc_len), 1)::float8 AS avgdl
+    FROM {FTS_TABLE} WHERE scope_key = ANY(:keys)
+), hits AS (
+    SELECT memory_id, tf, doc_len, count(*) OVER (PARTITION BY lexeme)::float8 AS df
+    FROM {FTS_TERMS}
+    WHERE scope_key = ANY(:keys)
+        AND lexeme = ANY(tsvector_to_array(to_tsvector('{PG_CONFIG}', :query)))
+)
+SELECT h.memory_id, sum(
+    greatest(ln((s.n - h.df + 0.5) / (h.df + 0.5)), 1e-6)
+    * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * h.doc_len / greatest(s.avgdl, 1)))
+) AS score
+FROM hits AS h CROSS JOIN stats AS s
+GROUP BY h.memory_id
+ORDER BY score DESC
+LIMIT :prefetch
+"""
