@@ -12,9 +12,9 @@ dense side, lets its poor ranks in). A lexical candidate the dense side did not 
 scored by its own cosine (one more vector search, restricted to those ids); a dense candidate
 missing from a full lexical list is given that list's last score, the most it can have; from
 a list that was not full, zero. ``coverage`` is the share of the query's distinct terms the
-memory's lexical document holds (Lucene's ``coord``): BM25 alone lets one frequent word
-outscore a memory that holds most of the question. With one side empty (no lexical index, no
-word in common, no vector yet) the other side alone decides.
+memory's lexical document holds, each term weighted by its idf (Lucene's ``coord``): BM25
+alone lets one frequent word outscore a memory that holds most of the question. With one side
+empty (no lexical index, no word in common, no vector yet) the other side alone decides.
 
 Evidence clusters in episodes: a memory whose session holds other strong candidates is more
 likely what was asked about. The relevance is finally blended with its episode's strength
@@ -53,9 +53,12 @@ class LexicalIndex(Protocol):
         better, comparable only within one call. Expired and deleted memories never appear."""
         ...
 
-    async def coverage(self, query: str, memory_ids: Sequence[str]) -> dict[str, float]:
-        """The share of the query's distinct terms each memory's document holds, in (0, 1];
-        memories holding none are left out."""
+    async def coverage(
+        self, query: str, flt: VectorFilter, memory_ids: Sequence[str]
+    ) -> dict[str, float]:
+        """The share of the query's distinct terms each memory's document holds, each term
+        weighted by its idf over ``flt``'s scopes, in (0, 1]; memories holding none are left
+        out."""
         ...
 
 
@@ -179,7 +182,7 @@ class CandidateGenerator:
         found, exact, coverage = await asyncio.gather(
             self._rows(ids),
             self._cosines(vector, flt, dense, lexical),
-            self._coverage(query, ids if lexical else []),
+            self._coverage(query, flt, ids if lexical else []),
         )
         keys = set(flt.scope_keys)
         live = {m.id: m for m in found if m.scope_key in keys and not m.is_expired(now)}
@@ -224,10 +227,12 @@ class CandidateGenerator:
             return []
         return await self._vectors.search(vector, replace(flt, ids=missing), len(missing))
 
-    async def _coverage(self, query: str, ids: Sequence[str]) -> dict[str, float] | None:
+    async def _coverage(
+        self, query: str, flt: VectorFilter, ids: Sequence[str]
+    ) -> dict[str, float] | None:
         if self._lexical is None or not ids:
             return None
-        return await self._lexical.coverage(query, ids)
+        return await self._lexical.coverage(query, flt, ids)
 
     async def _rows(self, ids: Sequence[str]) -> list[Memory]:
         async with self._uow_factory(read_only=True) as uow:

@@ -5,6 +5,7 @@ the memory repository in the memory's own transaction. Both backends are migrate
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -16,7 +17,8 @@ from sqlalchemy import delete, insert
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from agentcore.adapters.db.engine import create_engine
-from agentcore.adapters.db.lexical import query_terms
+from agentcore.adapters.db.lexical import query_terms, scope_token
+from agentcore.adapters.db.lexical_coverage import ScopeFrequencies
 from agentcore.adapters.db.lexical_search import SqlLexicalIndex
 from agentcore.adapters.db.migrate import alembic_config
 from agentcore.adapters.db.repositories import memory_values
@@ -143,17 +145,47 @@ async def test_coverage_is_the_share_of_query_terms_a_document_holds(
     await add_all(uows, [painted, cello, weather, *lonely, *unrelated])
     ids = [painted.id, cello.id, weather.id, lonely[0].id, unrelated[0].id, new_id()]
 
-    # four distinct stems: paint, sunris, cello, kangaroo (stop words are not terms)
-    coverage = await index.coverage("Who is painting sunrises with a cello or a kangaroo?", ids)
+    # four distinct stems: paint, sunris, cello, kangaroo (stop words are not terms); each of
+    # the first three is in 3 of the scope's 5 documents (by their text or a neighbour's)
+    query = "Who is painting sunrises with a cello or a kangaroo?"
+    coverage = await index.coverage(query, VectorFilter(["user:alice"]), ids)
 
-    assert coverage[painted.id] == pytest.approx(3 / 4)  # paint, sunris; cello (neighbour)
-    assert coverage[lonely[0].id] == pytest.approx(2 / 4)  # stems match other word forms
-    assert coverage[cello.id] == pytest.approx(3 / 4)  # cello; paint, sunris (neighbour)
-    assert coverage[weather.id] == pytest.approx(1 / 4)  # cello (neighbour)
+    def idf(holding: int) -> float:
+        return math.log(1 + (5 - holding + 0.5) / (holding + 0.5))
+
+    whole = 3 * idf(3) + idf(0)
+    assert coverage[painted.id] == pytest.approx(3 * idf(3) / whole)  # cello: its neighbour
+    assert coverage[lonely[0].id] == pytest.approx(2 * idf(3) / whole)  # other word forms
+    assert coverage[cello.id] == pytest.approx(3 * idf(3) / whole)
+    assert coverage[weather.id] == pytest.approx(idf(3) / whole)  # cello (neighbour)
     assert unrelated[0].id not in coverage  # holds none of the terms
     assert ids[-1] not in coverage  # not stored
-    assert await index.coverage("what is it", ids) == {}  # no terms
-    assert await index.coverage("cello", []) == {}
+    flt = VectorFilter(["user:alice"])
+    assert await index.coverage("what is it", flt, ids) == {}  # no terms
+    assert await index.coverage("cello", flt, []) == {}
+    assert await index.coverage("cello", VectorFilter([]), ids) == {}  # no scope
+
+
+async def test_sqlite_term_counts_are_cached_for_their_ttl(
+    uows: SqlUnitOfWorkFactory, engine: AsyncEngine
+) -> None:
+    if engine.dialect.name != "sqlite":
+        pytest.skip("FTS5 counts: SQLite only (Postgres counts its postings in the query)")
+    now = [0.0]
+    frequencies = ScopeFrequencies(ttl=60, clock=lambda: now[0])
+    scopes = f'scope : ("{scope_token("user:alice")}")'
+    await add_all(uows, turns("The cello lessons start in June.", "Nice weather today."))
+
+    async def counts() -> tuple[int, list[int]]:
+        async with engine.connect() as conn:
+            return await frequencies.counts(conn, scopes, ["cello", "kangaroo"])
+
+    assert await counts() == (2, [2, 0])  # the weather turn holds "cello" as a neighbour
+    await add_all(uows, turns("A cello concert.", scope=replace(ALICE, session_id="s2")))
+    now[0] = 59.0
+    assert await counts() == (2, [2, 0])  # cached
+    now[0] = 61.0
+    assert await counts() == (3, [3, 0])
 
 
 async def test_update_and_delete_keep_the_index_in_step(

@@ -45,7 +45,9 @@ class WordOverlapIndex:
         hits.sort(key=lambda h: -h.score)
         return hits[:limit]
 
-    async def coverage(self, query: str, memory_ids: Sequence[str]) -> dict[str, float]:
+    async def coverage(
+        self, query: str, flt: VectorFilter, memory_ids: Sequence[str]
+    ) -> dict[str, float]:
         words = set(_WORD.findall(query.lower()))
         async with self._store(read_only=True) as uow:
             memories = await uow.memories.get_many(memory_ids)

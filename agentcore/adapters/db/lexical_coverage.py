@@ -3,17 +3,21 @@
 BM25 lets one frequent word outscore a document that holds most of the question; multiplying
 the lexical score by the share of the query's terms a document contains (its coverage, the
 ``coord`` factor of classic Lucene scoring) rewards the documents that answer the whole
-question. A document is the memory's lexical document (its content, its neighbours' content and
-its metadata: ``agentcore.adapters.db.lexical``), and terms are compared as the index stems
-them: PostgreSQL reads its postings; SQLite asks FTS5 to mark the matched words
-(``highlight``) and stems them with the index's own tokenizer.
+question. Each term weighs its inverse document frequency over the caller's scopes, so a word
+found everywhere in them (a speaker's name) counts for little. A document is the memory's
+lexical document (its content, its neighbours' content and its metadata:
+``agentcore.adapters.db.lexical``), and terms are compared as the index stems them:
+PostgreSQL reads its postings; SQLite asks FTS5 to mark the matched words (``highlight``) and
+stems them with the index's own tokenizer.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import sqlite3
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from sqlalchemy import String, bindparam, text
@@ -26,7 +30,9 @@ _MARK_OPEN, _MARK_CLOSE = "\x02", "\x03"
 _MARKED = re.compile(f"{_MARK_OPEN}([^{_MARK_CLOSE}]*){_MARK_CLOSE}")
 _WORD = re.compile(r"[^\W_]+")
 _FIELDS = (1, 2, 3, 4)  # body, ctx_before, ctx_after, meta (column 0 is the scope token)
+_COLUMNS = "body ctx_before ctx_after meta"
 _STEM_CACHE = 100_000
+_COUNT_CACHE = 100_000
 
 
 class FtsStems:
@@ -58,46 +64,116 @@ class FtsStems:
         return [self._cache[word] for word in words]
 
 
+class ScopeFrequencies:
+    """How many documents of a set of scopes hold a term (FTS5 counts), and how many documents
+    the scopes hold, cached for ``ttl`` seconds: they change slowly and only weigh coverage."""
+
+    def __init__(self, ttl: float = 300.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self._ttl = ttl
+        self._clock = clock
+        self._cache: dict[tuple[str, str], tuple[float, int]] = {}
+
+    async def counts(
+        self, conn: AsyncConnection, scopes: str, terms: Sequence[str]
+    ) -> tuple[int, list[int]]:
+        """(documents in ``scopes``, documents holding each of ``terms``); ``scopes`` is an
+        FTS5 expression on the scope column."""
+        now = self._clock()
+        keys = [(scopes, ""), *((scopes, term) for term in terms)]  # "": every document
+        missing = [key for key in keys if self._cache.get(key, (now, 0))[0] <= now]
+        if missing:
+            if len(self._cache) + len(missing) > _COUNT_CACHE:
+                self._cache.clear()
+            columns = ", ".join(
+                f"(SELECT count(*) FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH :m{i})"
+                for i in range(len(missing))
+            )
+            params = {f"m{i}": _counted(*key) for i, key in enumerate(missing)}
+            row = (await conn.execute(text(f"SELECT {columns}"), params)).one()
+            for key, count in zip(missing, row, strict=True):
+                self._cache[key] = (now + self._ttl, int(count))
+        return self._cache[keys[0]][1], [self._cache[key][1] for key in keys[1:]]
+
+
+def _counted(scopes: str, term: str) -> str:
+    return scopes if not term else f'{scopes} AND {{{_COLUMNS}}} : "{term}"'
+
+
 async def sqlite_coverage(
-    conn: AsyncConnection, stems: FtsStems, terms: Sequence[str], memory_ids: Sequence[str]
+    conn: AsyncConnection,
+    stems: FtsStems,
+    frequencies: ScopeFrequencies,
+    terms: Sequence[str],
+    scope_tokens: Sequence[str],
+    memory_ids: Sequence[str],
 ) -> dict[str, float]:
-    """Coverage in [0, 1] of each memory that holds at least one of ``terms``."""
-    wanted = set(stems(terms))
-    words = " OR ".join(f'"{term}"' for term in terms)
+    """Coverage in (0, 1] of each memory that holds at least one of ``terms``."""
+    by_stem = dict(zip(stems(terms), terms, strict=True))  # one term per stem, the first
+    scopes = "scope : (" + " OR ".join(f'"{token}"' for token in scope_tokens) + ")"
+    total, holding = await frequencies.counts(conn, scopes, list(by_stem.values()))
+    weights = {stem: idf(total, n) for stem, n in zip(by_stem, holding, strict=True)}
+    words = " OR ".join(f'"{term}"' for term in by_stem.values())
     marked = ", ".join(f"highlight({FTS_TABLE}, {column}, char(2), char(3))" for column in _FIELDS)
     stmt = text(
         f"SELECT d.memory_id, {marked} FROM {FTS_TABLE} "
         f"JOIN {FTS_DOCS} AS d ON d.doc_id = {FTS_TABLE}.rowid "
         f"WHERE {FTS_TABLE} MATCH :match AND d.memory_id IN :ids"
     ).bindparams(bindparam("ids", expanding=True, type_=String()))
-    match = f"{{body ctx_before ctx_after meta}} : ({words})"
+    match = f"{{{_COLUMNS}}} : ({words})"
     rows = (await conn.execute(stmt, {"match": match, "ids": list(memory_ids)})).all()
+    whole = sum(weights.values())
     coverage = {}
     for memory_id, *fields in rows:
         found = [w for f in fields if f for span in _MARKED.findall(f) for w in _words(span)]
-        coverage[str(memory_id)] = len(wanted.intersection(stems(found))) / len(wanted)
+        held = weights.keys() & set(stems(found))
+        if held:
+            coverage[str(memory_id)] = sum(weights[stem] for stem in held) / whole
     return coverage
 
 
+def idf(documents: int, holding: int) -> float:
+    """BM25's inverse document frequency, kept positive: ln(1 + (N - n + 0.5) / (n + 0.5))."""
+    return math.log(1.0 + (documents - holding + 0.5) / (holding + 0.5))
+
+
 async def pg_coverage(
-    conn: AsyncConnection, terms: Sequence[str], memory_ids: Sequence[str]
+    conn: AsyncConnection,
+    terms: Sequence[str],
+    scope_keys: Sequence[str],
+    memory_ids: Sequence[str],
 ) -> dict[str, float]:
-    """Coverage in [0, 1] of each memory that holds at least one of ``terms``."""
-    stmt = text(_PG_COVERAGE).bindparams(bindparam("ids", type_=ARRAY(String())))
-    params: dict[str, Any] = {"query": " ".join(terms), "ids": list(memory_ids)}
-    return {str(row[0]): float(row[1]) for row in (await conn.execute(stmt, params)).all()}
+    """Coverage in (0, 1] of each memory that holds at least one of ``terms``."""
+    stmt = text(_PG_COVERAGE).bindparams(
+        bindparam("ids", type_=ARRAY(String())), bindparam("keys", type_=ARRAY(String()))
+    )
+    params: dict[str, Any] = {
+        "query": " ".join(terms),
+        "keys": list(dict.fromkeys(scope_keys)),
+        "ids": list(memory_ids),
+    }
+    rows = (await conn.execute(stmt, params)).all()
+    return {str(row[0]): float(row[1]) for row in rows if row[1] is not None}
 
 
 def _words(span: str) -> list[str]:
     return _WORD.findall(span.lower())
 
 
+# The query's lexemes weighted by their idf over the caller's scopes, then each candidate's
+# share of the weight (its postings say which lexemes its document holds).
 _PG_COVERAGE = f"""
 WITH q AS (
     SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('{PG_CONFIG}', :query))) AS lexeme
+), n AS (
+    SELECT count(*)::float8 AS n FROM {FTS_TABLE} WHERE scope_key = ANY(:keys)
+), w AS (
+    SELECT q.lexeme, ln(1 + (n.n - count(t.memory_id) + 0.5) / (count(t.memory_id) + 0.5)) AS idf
+    FROM q CROSS JOIN n
+    LEFT JOIN {FTS_TERMS} AS t ON t.lexeme = q.lexeme AND t.scope_key = ANY(:keys)
+    GROUP BY q.lexeme, n.n
 )
-SELECT t.memory_id, count(DISTINCT t.lexeme)::float8 / greatest((SELECT count(*) FROM q), 1)
-FROM {FTS_TERMS} AS t JOIN q ON q.lexeme = t.lexeme
+SELECT t.memory_id, sum(w.idf) / nullif((SELECT sum(idf) FROM w), 0)
+FROM {FTS_TERMS} AS t JOIN w ON w.lexeme = t.lexeme
 WHERE t.memory_id = ANY(:ids)
 GROUP BY t.memory_id
 """

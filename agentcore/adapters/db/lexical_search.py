@@ -45,7 +45,12 @@ from agentcore.adapters.db.lexical import (
     query_terms,
     scope_token,
 )
-from agentcore.adapters.db.lexical_coverage import FtsStems, pg_coverage, sqlite_coverage
+from agentcore.adapters.db.lexical_coverage import (
+    FtsStems,
+    ScopeFrequencies,
+    pg_coverage,
+    sqlite_coverage,
+)
 from agentcore.adapters.db.tables import MemoryRow
 from agentcore.adapters.db.types import UTCDateTime
 from agentcore.services.ports import VectorFilter, VectorHit
@@ -62,6 +67,7 @@ class SqlLexicalIndex:
         self._pg = engine.dialect.name == "postgresql"
         self._fts_statements: dict[tuple[bool, bool], Any] = {}
         self._stems = None if self._pg else FtsStems()
+        self._frequencies = ScopeFrequencies()
 
     async def search(self, query: str, flt: VectorFilter, limit: int) -> list[VectorHit]:
         """The best ``limit`` memories matching ``flt`` by BM25 (> 0), best first."""
@@ -78,16 +84,23 @@ class SqlLexicalIndex:
             rows = (await conn.execute(stmt, params)).all()
         return [VectorHit(str(row[0]), float(row[1])) for row in rows if row[1] > 0]
 
-    async def coverage(self, query: str, memory_ids: Sequence[str]) -> dict[str, float]:
-        """The share of the query's terms (distinct stems) each memory's document holds, in
-        (0, 1]; memories holding none are left out."""
+    async def coverage(
+        self, query: str, flt: VectorFilter, memory_ids: Sequence[str]
+    ) -> dict[str, float]:
+        """The idf-weighted share of the query's terms (distinct stems) each memory's document
+        holds, in (0, 1], frequencies over ``flt``'s scopes; memories holding none are left
+        out."""
         terms = query_terms(query)
-        if not terms or not memory_ids:
+        keys = list(dict.fromkeys(flt.scope_keys))
+        if not terms or not memory_ids or not keys:
             return {}
         async with self._engine.connect() as conn:
             if self._stems is None:
-                return await pg_coverage(conn, terms, memory_ids)
-            return await sqlite_coverage(conn, self._stems, terms, memory_ids)
+                return await pg_coverage(conn, terms, keys, memory_ids)
+            tokens = [scope_token(key) for key in keys]
+            return await sqlite_coverage(
+                conn, self._stems, self._frequencies, terms, tokens, memory_ids
+            )
 
     def _fts_statement(self, flt: VectorFilter) -> Any:
         """The FTS5 query for ``flt``'s shape, its values left as parameters. The usual shapes
