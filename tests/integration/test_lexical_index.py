@@ -237,6 +237,7 @@ async def test_metadata_and_tags_are_searchable(
     )
     assert await found(index, "What did Dave open in May 2023?") == [plain.id, dated.id]
     assert (await found(index, "hobby"))[0] == dated.id
+    assert await found(index, "What did Dave open in May 2023?", ids=[dated.id]) == [dated.id]
 
 
 def test_query_terms_drop_stop_words_and_punctuation() -> None:

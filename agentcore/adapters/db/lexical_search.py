@@ -178,6 +178,8 @@ def _filters(dialect: str, flt: VectorFilter) -> list[ColumnElement[bool]]:
     if flt.alive_at is not None:
         alive = bindparam("alive", type_=UTCDateTime())
         conditions.append(or_(m.expires_at.is_(None), m.expires_at > alive))
+    if flt.ids is not None:
+        conditions.append(m.id.in_(bindparam("ids", expanding=True, type_=String())))
     return conditions
 
 
@@ -190,13 +192,15 @@ def _filter_params(flt: VectorFilter) -> dict[str, Any]:
         params["stage_id"] = flt.stage_id
     if flt.alive_at is not None:
         params["alive"] = datetime.fromtimestamp(flt.alive_at, UTC)
+    if flt.ids is not None:
+        params["ids"] = list(flt.ids)
     return params
 
 
 def _shape(flt: VectorFilter) -> tuple[bool, bool] | None:
     """What decides the statement of a search with ``flt``: whether it filters by layer and by
-    expiry; None for a rarer shape (stage, tags or metadata: built for the search)."""
-    if flt.stage_id is not None or flt.tags_any or flt.metadata:
+    expiry; None for a rarer shape (stage, tags, metadata or ids: built for the search)."""
+    if flt.stage_id is not None or flt.tags_any or flt.metadata or flt.ids is not None:
         return None
     return bool(flt.layers), flt.alive_at is not None
 
