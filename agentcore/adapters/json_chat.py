@@ -13,16 +13,34 @@ from typing import TypeVar
 
 import openai
 from openai.types.chat import ChatCompletionMessageParam
+from pydantic import BaseModel, ValidationError
 
 from agentcore.adapters.openai_errors import map_openai_error
 from agentcore.domain.errors import ProviderError
 from agentcore.domain.usage import TokenUsage
 
 T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
 
 
 class InvalidReply(Exception):
     """What was wrong with a reply: told to the model on the next attempt, never to a caller."""
+
+
+def validated(model: type[M], answer: str) -> M:
+    """``answer`` (JSON) as ``model``; ``InvalidReply`` naming what is wrong if it is not."""
+    try:
+        return model.model_validate_json(answer)
+    except ValidationError as exc:
+        raise InvalidReply(problems(exc)) from None
+
+
+def problems(exc: ValidationError) -> str:
+    """The first five problems of a reply, each as ``path: message`` (no input echoed)."""
+    return "; ".join(
+        f"{'.'.join(str(p) for p in err['loc']) or 'reply'}: {err['msg']}"
+        for err in exc.errors(include_url=False, include_input=False)[:5]
+    )
 
 
 async def ask_json(

@@ -22,9 +22,9 @@ from typing import Annotated
 
 import openai
 from openai.types.chat import ChatCompletionMessageParam
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from agentcore.adapters.json_chat import InvalidReply, ask_json
+from agentcore.adapters.json_chat import ask_json, validated
 from agentcore.domain.errors import ConfigurationError
 from agentcore.domain.usage import TokenUsage
 from agentcore.services.compression import CompressionRequest, Draft, ErrorPattern
@@ -167,14 +167,7 @@ def _render(request: CompressionRequest) -> str:
 
 
 def _parse(answer: str) -> _Reply:
-    try:
-        return _Reply.model_validate_json(answer)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or 'reply'}: {err['msg']}"
-            for err in exc.errors(include_url=False, include_input=False)[:5]
-        )
-        raise InvalidReply(problems) from None
+    return validated(_Reply, answer)
 
 
 def _draft(reply: _Reply, usage: TokenUsage) -> Draft:

@@ -18,9 +18,9 @@ from typing import Annotated, Literal
 
 import openai
 from openai.types.chat import ChatCompletionMessageParam
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from agentcore.adapters.json_chat import InvalidReply, ask_json
+from agentcore.adapters.json_chat import InvalidReply, ask_json, validated
 from agentcore.domain.error_patterns import pattern_severity
 from agentcore.domain.error_records import (
     ErrorPattern,
@@ -131,14 +131,7 @@ def _render(ids: dict[str, ErrorRecord]) -> str:
 
 
 def _parse(answer: str, ids: dict[str, ErrorRecord], min_errors: int) -> list[ErrorPattern]:
-    try:
-        reply = _Reply.model_validate_json(answer)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or 'reply'}: {err['msg']}"
-            for err in exc.errors(include_url=False, include_input=False)[:5]
-        )
-        raise InvalidReply(problems) from None
+    reply = validated(_Reply, answer)
     patterns = []
     for index, out in enumerate(reply.patterns):
         unknown = [i for i in out.error_ids if i not in ids]

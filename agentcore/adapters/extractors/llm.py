@@ -14,9 +14,9 @@ from typing import Annotated, Literal
 
 import openai
 from openai.types.chat import ChatCompletionMessageParam
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from agentcore.adapters.json_chat import InvalidReply, ask_json
+from agentcore.adapters.json_chat import InvalidReply, ask_json, validated
 from agentcore.adapters.openai_errors import map_openai_error
 from agentcore.domain.errors import AgentCoreError, ProviderError
 from agentcore.domain.usage import TokenUsage
@@ -128,14 +128,7 @@ def _render(texts: Sequence[SourceText], ids: list[str]) -> str:
 
 
 def _parse(answer: str, ids: dict[str, str]) -> list[ExtractedFact]:
-    try:
-        reply = _Reply.model_validate_json(answer)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or 'reply'}: {err['msg']}"
-            for err in exc.errors(include_url=False, include_input=False)[:5]
-        )
-        raise InvalidReply(problems) from None
+    reply = validated(_Reply, answer)
     facts = []
     for index, fact in enumerate(reply.facts):
         unknown = [i for i in fact.source_ids if i not in ids]

@@ -32,6 +32,7 @@ import openai
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 from qdrant_client import models
 
+from agentcore.adapters.json_chat import InvalidReply, problems
 from agentcore.adapters.mem0.client import EmbedderBridge, Mem0Client, Mem0LLMOptions
 from agentcore.domain.errors import (
     AgentCoreError,
@@ -86,10 +87,6 @@ class _Reply(BaseModel):
     memory: list[_MemoryOut]
 
 
-class _InvalidReply(Exception):
-    """What was wrong with a reply: told to the model on the next attempt, never to a caller."""
-
-
 class _InvalidOutput(Exception):
     """Every attempt was invalid; mem0 wraps it in its ``LLMError``."""
 
@@ -122,7 +119,7 @@ class _CheckedLLM:
             reply = self._inner.generate_response(messages=messages, **kwargs)
             try:
                 call.facts = _parse(reply, call.ids)
-            except _InvalidReply as problem:
+            except InvalidReply as problem:
                 messages = [
                     *messages,
                     {"role": "assistant", "content": reply if isinstance(reply, str) else ""},
@@ -141,32 +138,28 @@ def _parse(reply: Any, ids: dict[str, str]) -> dict[str, _MemoryOut]:
 
     text = remove_code_blocks(reply) if isinstance(reply, str | list) else ""
     if not text:
-        raise _InvalidReply("the reply was empty")
+        raise InvalidReply("the reply was empty")
     try:
         data = json.loads(text, strict=False)
     except json.JSONDecodeError:
         try:
             data = json.loads(extract_json(text), strict=False)
         except json.JSONDecodeError:
-            raise _InvalidReply("the reply is not valid JSON") from None
+            raise InvalidReply("the reply is not valid JSON") from None
     try:
         memories = _Reply.model_validate(data).memory
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or 'reply'}: {err['msg']}"
-            for err in exc.errors(include_url=False, include_input=False)[:5]
-        )
-        raise _InvalidReply(problems) from None
+        raise InvalidReply(problems(exc)) from None
     found: dict[str, _MemoryOut] = {}
     for index, memory in enumerate(memories):
         if not memory.text.strip():
-            raise _InvalidReply(f"memory.{index}.text: empty")
+            raise InvalidReply(f"memory.{index}.text: empty")
         if not memory.source_ids and len(ids) == 1:
             memory.source_ids = list(ids)
         unknown = [i for i in memory.source_ids if i not in ids]
         if not memory.source_ids or unknown:
             problem = f"unknown ids {unknown[:3]}" if unknown else "missing"
-            raise _InvalidReply(f"memory.{index}.source_ids: {problem}")
+            raise InvalidReply(f"memory.{index}.source_ids: {problem}")
         if memory.text in found:  # mem0 stores one of two equal texts: keep both sources
             earlier = found[memory.text]
             earlier.source_ids = list(dict.fromkeys([*earlier.source_ids, *memory.source_ids]))
