@@ -6,17 +6,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import openai
 import pytest
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import Route
 
 from agentcore.adapters.compressors import ExtractiveEngine
 from agentcore.adapters.compressors.llm import LLMEngine
@@ -37,10 +31,9 @@ from agentcore.services.compression import (
     ErrorPattern,
 )
 from tests.conftest import migrate
-from tests.http_stub import serving
+from tests.openai_chat_stub import API_KEY, FakeOpenAI, Reply, chat_server
 from tests.unit.test_compression import AGENT_STAGE
 
-API_KEY = "sk-test-key-do-not-echo"
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 PATTERN = "TimeoutError pulling the Postgres image"
 ITEMS = [
@@ -49,48 +42,6 @@ ITEMS = [
     )
     for i, text in enumerate(AGENT_STAGE)
 ]
-
-
-@dataclass
-class Reply:
-    """One scripted reply: the message content, or an HTTP error status."""
-
-    content: str = ""
-    status: int = 200
-    finish_reason: str = "stop"
-
-
-@dataclass
-class FakeOpenAI:
-    url: str
-    good: str = ""  # the content of a valid answer, set once per module
-    requests: list[dict[str, Any]] = field(default_factory=list)
-    script: list[Reply] = field(default_factory=list)
-
-
-def _app(state: FakeOpenAI) -> Starlette:
-    async def completions(request: Request) -> JSONResponse:
-        body = await request.json()
-        state.requests.append(body)
-        reply = state.script.pop(0) if state.script else Reply(state.good)
-        if reply.status != 200:
-            error = {"message": f"Incorrect API key provided: {API_KEY}", "type": "test"}
-            return JSONResponse({"error": error}, reply.status)
-        message = {"role": "assistant", "content": reply.content}
-        choice = {"index": 0, "message": message, "finish_reason": reply.finish_reason}
-        usage = {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
-        return JSONResponse(
-            {
-                "id": f"chatcmpl-{len(state.requests)}",
-                "object": "chat.completion",
-                "created": 1_700_000_000,
-                "model": body["model"],
-                "choices": [choice],
-                "usage": usage,
-            }
-        )
-
-    return Starlette(routes=[Route("/v1/chat/completions", completions, methods=["POST"])])
 
 
 @pytest.fixture(scope="module")
@@ -112,9 +63,7 @@ def server(counter: BpeTokenCounter) -> Iterator[FakeOpenAI]:
         "critical_facts": ["Never commit directly to the release branch."],
         "error_patterns": [{"description": PATTERN, "occurrences": 2}],
     }
-    state = FakeOpenAI(url="", good=json.dumps(good))
-    with serving(_app(state)) as base_url:
-        state.url = f"{base_url}/v1"
+    with chat_server(FakeOpenAI(default=json.dumps(good))) as state:
         yield state
 
 
@@ -125,9 +74,7 @@ def _bounds(counter: BpeTokenCounter) -> tuple[int, int, int]:
 
 @pytest.fixture
 def fake(server: FakeOpenAI) -> FakeOpenAI:
-    server.requests.clear()
-    server.script.clear()
-    return server
+    return server.reset()
 
 
 async def _compress(

@@ -6,16 +6,11 @@ from __future__ import annotations
 import json
 import socket
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import openai
 import pytest
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import Route
 
 from agentcore.adapters.extractors.llm import LLMFactExtractor
 from agentcore.domain.errors import AgentCoreError, ProviderError, RateLimited, Unauthorized
@@ -27,9 +22,8 @@ from agentcore.services.semantic import (
     FactExtractor,
     SourceText,
 )
-from tests.http_stub import serving
+from tests.openai_chat_stub import API_KEY, FakeOpenAI, Reply, chat_server
 
-API_KEY = "sk-test-key-do-not-echo"
 TEXTS = [
     SourceText("mem-a", "I really love hiking in the mountains", "Caroline", "user",
                datetime(2023, 5, 8, 13, 56, tzinfo=UTC)),
@@ -55,65 +49,20 @@ GOOD: dict[str, Any] = {
 }
 
 
-@dataclass
-class Reply:
-    """One scripted reply: the message content, or an HTTP error status."""
-
-    content: str = json.dumps(GOOD)
-    status: int = 200
-    finish_reason: str = "stop"
-
-
 def _changed(**changes: Any) -> Reply:
     """A reply whose first fact breaks the schema."""
     return Reply(content=json.dumps({"facts": [{**GOOD["facts"][0], **changes}]}))
 
 
-@dataclass
-class FakeOpenAI:
-    url: str
-    requests: list[dict[str, Any]] = field(default_factory=list)
-    script: list[Reply] = field(default_factory=list)
-
-
-def _app(state: FakeOpenAI) -> Starlette:
-    async def completions(request: Request) -> JSONResponse:
-        body = await request.json()
-        state.requests.append(body)
-        reply = state.script.pop(0) if state.script else Reply()
-        if reply.status != 200:
-            error = {"message": f"Incorrect API key provided: {API_KEY}", "type": "test"}
-            return JSONResponse({"error": error}, reply.status, headers={"retry-after": "3"})
-        message = {"role": "assistant", "content": reply.content}
-        choice = {"index": 0, "message": message, "finish_reason": reply.finish_reason}
-        usage = {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
-        return JSONResponse(
-            {
-                "id": f"chatcmpl-{len(state.requests)}",
-                "object": "chat.completion",
-                "created": 1_700_000_000,
-                "model": body["model"],
-                "choices": [choice],
-                "usage": usage,
-            }
-        )
-
-    return Starlette(routes=[Route("/v1/chat/completions", completions, methods=["POST"])])
-
-
 @pytest.fixture(scope="module")
 def server() -> Iterator[FakeOpenAI]:
-    state = FakeOpenAI(url="")
-    with serving(_app(state)) as base_url:
-        state.url = f"{base_url}/v1"
+    with chat_server(FakeOpenAI(default=json.dumps(GOOD))) as state:
         yield state
 
 
 @pytest.fixture
 def fake(server: FakeOpenAI) -> FakeOpenAI:
-    server.requests.clear()
-    server.script.clear()
-    return server
+    return server.reset()
 
 
 async def _extract(fake: FakeOpenAI, texts: list[SourceText] = TEXTS) -> Extraction:

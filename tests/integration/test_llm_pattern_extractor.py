@@ -5,16 +5,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import openai
 import pytest
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import Route
 
 from agentcore.adapters.extractors.error_patterns import LLMPatternExtractor
 from agentcore.domain.error_patterns import pattern_severity
@@ -23,9 +18,8 @@ from agentcore.domain.errors import AgentCoreError, ProviderError, RateLimited, 
 from agentcore.domain.models import StageType
 from agentcore.domain.usage import TokenUsage
 from agentcore.services.errors import ExtractedPatterns, PatternExtractor
-from tests.http_stub import serving
+from tests.openai_chat_stub import API_KEY, FakeOpenAI, Reply, chat_server
 
-API_KEY = "sk-test-key-do-not-echo"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 RECORDS = [
     ErrorRecord("err-a", "t1", ErrorType.HALLUCINATION, "Invented an order number", 0.8, T0,
@@ -47,58 +41,15 @@ GOOD: dict[str, Any] = {
 }
 
 
-@dataclass
-class Reply:
-    content: str = json.dumps(GOOD)
-    status: int = 200
-    finish_reason: str = "stop"
-
-
-@dataclass
-class FakeOpenAI:
-    url: str
-    requests: list[dict[str, Any]] = field(default_factory=list)
-    script: list[Reply] = field(default_factory=list)
-
-
-def _app(state: FakeOpenAI) -> Starlette:
-    async def completions(request: Request) -> JSONResponse:
-        body = await request.json()
-        state.requests.append(body)
-        reply = state.script.pop(0) if state.script else Reply()
-        if reply.status != 200:
-            error = {"message": f"Incorrect API key provided: {API_KEY}", "type": "test"}
-            return JSONResponse({"error": error}, reply.status, headers={"retry-after": "3"})
-        message = {"role": "assistant", "content": reply.content}
-        choice = {"index": 0, "message": message, "finish_reason": reply.finish_reason}
-        usage = {"prompt_tokens": 300, "completion_tokens": 50, "total_tokens": 350}
-        return JSONResponse(
-            {
-                "id": f"chatcmpl-{len(state.requests)}",
-                "object": "chat.completion",
-                "created": 1_700_000_000,
-                "model": body["model"],
-                "choices": [choice],
-                "usage": usage,
-            }
-        )
-
-    return Starlette(routes=[Route("/v1/chat/completions", completions, methods=["POST"])])
-
-
 @pytest.fixture(scope="module")
 def server() -> Iterator[FakeOpenAI]:
-    state = FakeOpenAI(url="")
-    with serving(_app(state)) as base_url:
-        state.url = f"{base_url}/v1"
+    with chat_server(FakeOpenAI(default=json.dumps(GOOD), usage=(300, 50))) as state:
         yield state
 
 
 @pytest.fixture
 def fake(server: FakeOpenAI) -> FakeOpenAI:
-    server.requests.clear()
-    server.script.clear()
-    return server
+    return server.reset()
 
 
 async def _extract(fake: FakeOpenAI, min_errors: int = 2) -> ExtractedPatterns:

@@ -10,16 +10,11 @@ import socket
 import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from contextlib import closing
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import Route
 
 from agentcore.adapters.embedders.local_minilm import LocalMiniLMEmbedder
 from agentcore.adapters.mem0 import (
@@ -51,9 +46,8 @@ from agentcore.services.semantic import (
     SourceText,
 )
 from tests.conftest import migrate
-from tests.http_stub import serving
+from tests.openai_chat_stub import API_KEY, FakeOpenAI, Reply, chat_server
 
-API_KEY = "sk-test-key-do-not-echo"
 MODEL = "gpt-4.1-mini"
 TABLES = ("history", "messages")
 TEXTS = [
@@ -90,57 +84,15 @@ EXPECTED = [
 ]
 
 
-@dataclass
-class Reply:
-    """One scripted reply: the message content, or an HTTP error status."""
-
-    content: str = GOOD
-    status: int = 200
-
-
-@dataclass
-class FakeOpenAI:
-    url: str
-    requests: list[dict[str, Any]] = field(default_factory=list)
-    script: list[Reply] = field(default_factory=list)
-
-
-def _app(state: FakeOpenAI) -> Starlette:
-    async def completions(request: Request) -> JSONResponse:
-        body = await request.json()
-        state.requests.append(body)
-        reply = state.script.pop(0) if state.script else Reply()
-        if reply.status != 200:
-            error = {"message": f"Incorrect API key provided: {API_KEY}", "type": "test"}
-            return JSONResponse({"error": error}, reply.status, headers={"retry-after": "3"})
-        message = {"role": "assistant", "content": reply.content}
-        return JSONResponse(
-            {
-                "id": f"chatcmpl-{len(state.requests)}",
-                "object": "chat.completion",
-                "created": 1_700_000_000,
-                "model": body["model"],
-                "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
-            }
-        )
-
-    return Starlette(routes=[Route("/v1/chat/completions", completions, methods=["POST"])])
-
-
 @pytest.fixture(scope="module")
 def server() -> Iterator[FakeOpenAI]:
-    state = FakeOpenAI(url="")
-    with serving(_app(state)) as base_url:
-        state.url = f"{base_url}/v1"
+    with chat_server(FakeOpenAI(default=GOOD)) as state:
         yield state
 
 
 @pytest.fixture
 def fake(server: FakeOpenAI) -> FakeOpenAI:
-    server.requests.clear()
-    server.script.clear()
-    return server
+    return server.reset()
 
 
 @pytest.fixture
