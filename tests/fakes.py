@@ -8,7 +8,7 @@ import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Generic, Self, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -268,20 +268,24 @@ class _Settings:
         self._s.settings[name] = value
 
 
-class FakeUnitOfWork:
-    """Works on a copy of the shared state; ``commit`` publishes it, leaving without it drops it."""
+S = TypeVar("S")
 
-    def __init__(self, store: FakeStore) -> None:
+
+class SnapshotUnitOfWork(Generic[S]):
+    """A unit of work over a deep copy of ``store.state``: ``commit`` publishes the copy and
+    counts it in ``store.commits``; leaving without it drops the copy. Subclasses bind their
+    repositories to the copy in ``_bind``."""
+
+    def __init__(self, store: Any) -> None:
         self._store = store
-        self._state = _State()
 
     async def __aenter__(self) -> Self:
-        self._state = copy.deepcopy(self._store.state)
-        self.memories = _Memories(self._state)
-        self.history = _History(self._state)
-        self.outbox = _Outbox(self._state)
-        self.store_settings = _Settings(self._state)
+        self._state: S = copy.deepcopy(self._store.state)
+        self._bind(self._state)
         return self
+
+    def _bind(self, state: S) -> None:
+        raise NotImplementedError
 
     async def __aexit__(
         self,
@@ -294,6 +298,14 @@ class FakeUnitOfWork:
     async def commit(self) -> None:
         self._store.state = self._state
         self._store.commits += 1
+
+
+class FakeUnitOfWork(SnapshotUnitOfWork["_State"]):
+    def _bind(self, state: _State) -> None:
+        self.memories = _Memories(state)
+        self.history = _History(state)
+        self.outbox = _Outbox(state)
+        self.store_settings = _Settings(state)
 
 
 class FakeStore:

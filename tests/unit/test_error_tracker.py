@@ -4,12 +4,10 @@ error-correction signal, and the JSON-RPC methods."""
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from types import TracebackType
 from typing import Any, Self
 
 import pytest
@@ -53,7 +51,13 @@ from agentcore.services.errors import (
 from agentcore.services.memory_manager import MemoryManager
 from agentcore.services.retrieval import EnhancedRetrieval
 from agentcore.services.vector_sync import VectorSync
-from tests.fakes import FakeEmbedder, FakeStore, FakeVectorStore, memories_in
+from tests.fakes import (
+    FakeEmbedder,
+    FakeStore,
+    FakeVectorStore,
+    SnapshotUnitOfWork,
+    memories_in,
+)
 from tests.unit.conftest import FakeClock
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -118,32 +122,16 @@ class _Stages:
         )
 
 
-class FakeErrorUnitOfWork:
-    def __init__(self, store: FakeErrorStore) -> None:
-        self._store = store
-        self._state = _State()
-
-    async def __aenter__(self) -> Self:
-        self._state = copy.deepcopy(self._store.state)
-        self.errors = _Errors(self._state)
-        self.stages = _Stages(self._state)
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        return None
-
-    async def commit(self) -> None:
-        self._store.state = self._state
+class FakeErrorUnitOfWork(SnapshotUnitOfWork[_State]):
+    def _bind(self, state: _State) -> None:
+        self.errors = _Errors(state)
+        self.stages = _Stages(state)
 
 
 class FakeErrorStore:
     def __init__(self) -> None:
         self.state = _State()
+        self.commits = 0
 
     def __call__(self, *, read_only: bool = False) -> FakeErrorUnitOfWork:
         return FakeErrorUnitOfWork(self)

@@ -3,13 +3,11 @@ signal with its reason, precedence, no flip on weak signals, and the RPC methods
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -33,6 +31,7 @@ from agentcore.services.memory_manager import MemoryManager
 from agentcore.services.ports import StageMemoryRepository, StageRepository, TaskContextRepository
 from agentcore.services.retrieval import EnhancedRetrieval
 from agentcore.services.stages import StageManager
+from tests.fakes import SnapshotUnitOfWork
 from tests.unit.conftest import FakeClock, Services
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -129,35 +128,15 @@ class _TaskContexts:
         return self._s.task_contexts.get(task_id)
 
 
-class FakeStageUnitOfWork:
-    """Works on a copy of the store's state; ``commit`` publishes it."""
-
+class FakeStageUnitOfWork(SnapshotUnitOfWork[_State]):
     stages: StageRepository
     stage_memories: StageMemoryRepository
     task_contexts: TaskContextRepository
 
-    def __init__(self, store: FakeStageStore) -> None:
-        self._store = store
-        self._state = _State()
-
-    async def __aenter__(self) -> Self:
-        self._state = copy.deepcopy(self._store.state)
-        self.stages = _Stages(self._state, self._store)
-        self.stage_memories = _StageMemories(self._state)
-        self.task_contexts = _TaskContexts(self._state)
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        return None
-
-    async def commit(self) -> None:
-        self._store.state = self._state
-        self._store.commits += 1
+    def _bind(self, state: _State) -> None:
+        self.stages = _Stages(state, self._store)
+        self.stage_memories = _StageMemories(state)
+        self.task_contexts = _TaskContexts(state)
 
 
 class FakeStageStore:
