@@ -119,7 +119,7 @@ async def sqlite_coverage(
         f"JOIN {FTS_DOCS} AS d ON d.doc_id = {FTS_TABLE}.rowid "
         f"WHERE {FTS_TABLE} MATCH :match AND d.memory_id IN :ids"
     ).bindparams(bindparam("ids", expanding=True, type_=String()))
-    match = f"{{{_COLUMNS}}} : ({words})"
+    match = f"{scopes} AND {{{_COLUMNS}}} : ({words})"  # only the scopes' documents are read
     rows = (await conn.execute(stmt, {"match": match, "ids": list(memory_ids)})).all()
     whole = sum(weights.values())
     coverage = {}
