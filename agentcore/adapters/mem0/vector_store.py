@@ -33,7 +33,7 @@ from agentcore.adapters.vectors.payload import (
     point_payload,
     vector_list,
 )
-from agentcore.adapters.vectors.qdrant_server import qdrant_filter
+from agentcore.adapters.vectors.qdrant_server import DEFAULT_COLLECTION, qdrant_filter
 from agentcore.domain.errors import ConfigurationError, ProviderError
 from agentcore.services.ports import VectorFilter, VectorHit, VectorPoint
 
@@ -41,7 +41,6 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-DEFAULT_COLLECTION = "agentcore_memories"
 
 _INDEXES: dict[str, models.PayloadSchemaType] = {
     **dict.fromkeys(KEYWORD_FIELDS, models.PayloadSchemaType.KEYWORD),
