@@ -173,6 +173,8 @@ async def _build(
 
     sync = VectorSync(uow_factory, vectors, embedder, clock)
     access = AccessRecorder(uow_factory)
+    lexical = SqlLexicalIndex(engine)
+    closers.append(lexical.close)
     retrieval = EnhancedRetrieval(
         uow_factory,
         vectors,
@@ -183,7 +185,7 @@ async def _build(
         recency_half_life_hours=settings.memory_recency_half_life_hours,
         access=access,
         error_signals=ErrorSignals(uow_factory, enabled=settings.error_tracking_enabled),
-        lexical=SqlLexicalIndex(engine),
+        lexical=lexical,
     )
     stages = StageManager(
         uow_factory,

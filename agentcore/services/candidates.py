@@ -53,12 +53,13 @@ class LexicalIndex(Protocol):
         better, comparable only within one call. Expired and deleted memories never appear."""
         ...
 
-    async def coverage(
+    async def lookup(
         self, query: str, flt: VectorFilter, memory_ids: Sequence[str]
-    ) -> dict[str, float]:
-        """The share of the query's distinct terms each memory's document holds, each term
-        weighted by its idf over ``flt``'s scopes, in (0, 1]; memories holding none are left
-        out."""
+    ) -> tuple[list[Memory], dict[str, float]]:
+        """The stored memories among ``memory_ids`` (whatever their scope or expiry), and the
+        coverage of each whose document holds a term of ``query``: the share of the query's
+        distinct terms it holds, each weighted by its idf over ``flt``'s scopes, in (0, 1].
+        Memories holding none are left out of the coverage; an empty query has none."""
         ...
 
 
@@ -179,10 +180,9 @@ class CandidateGenerator:
         ids = list(dict.fromkeys([hit.id for hit in dense] + [hit.id for hit in lexical]))
         if not ids:
             return []
-        found, exact, coverage = await asyncio.gather(
-            self._rows(ids),
+        (found, coverage), exact = await asyncio.gather(
+            self._lookup(query if lexical else "", flt, ids),
             self._cosines(vector, flt, dense, lexical),
-            self._coverage(query, flt, ids if lexical else []),
         )
         keys = set(flt.scope_keys)
         live = {m.id: m for m in found if m.scope_key in keys and not m.is_expired(now)}
@@ -227,16 +227,14 @@ class CandidateGenerator:
             return []
         return await self._vectors.search(vector, replace(flt, ids=missing), len(missing))
 
-    async def _coverage(
+    async def _lookup(
         self, query: str, flt: VectorFilter, ids: Sequence[str]
-    ) -> dict[str, float] | None:
-        if self._lexical is None or not ids:
-            return None
-        return await self._lexical.coverage(query, flt, ids)
-
-    async def _rows(self, ids: Sequence[str]) -> list[Memory]:
+    ) -> tuple[list[Memory], dict[str, float] | None]:
+        """The memories of ``ids`` and, from the lexical index, their coverage of ``query``."""
+        if self._lexical is not None:
+            return await self._lexical.lookup(query, flt, ids)
         async with self._uow_factory(read_only=True) as uow:
-            return await uow.memories.get_many(ids)
+            return await uow.memories.get_many(ids), None
 
     async def _no_hits(self) -> list[VectorHit]:
         return []

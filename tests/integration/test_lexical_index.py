@@ -60,8 +60,10 @@ def uows(engine: AsyncEngine) -> SqlUnitOfWorkFactory:
 
 
 @pytest.fixture
-def index(engine: AsyncEngine) -> SqlLexicalIndex:
-    return SqlLexicalIndex(engine)
+async def index(engine: AsyncEngine) -> AsyncIterator[SqlLexicalIndex]:
+    index = SqlLexicalIndex(engine)
+    yield index
+    await index.close()
 
 
 def turns(*contents: str, scope: ScopeIds = ALICE, start: int = 0, **fields: Any) -> list[Memory]:
@@ -148,7 +150,8 @@ async def test_coverage_is_the_share_of_query_terms_a_document_holds(
     # four distinct stems: paint, sunris, cello, kangaroo (stop words are not terms); each of
     # the first three is in 3 of the scope's 5 documents (by their text or a neighbour's)
     query = "Who is painting sunrises with a cello or a kangaroo?"
-    coverage = await index.coverage(query, VectorFilter(["user:alice"]), ids)
+    memories, coverage = await index.lookup(query, VectorFilter(["user:alice"]), ids)
+    assert {m.id for m in memories} == set(ids[:-1])  # every stored one, holding terms or not
 
     def idf(holding: int) -> float:
         return math.log(1 + (5 - holding + 0.5) / (holding + 0.5))
@@ -161,9 +164,9 @@ async def test_coverage_is_the_share_of_query_terms_a_document_holds(
     assert unrelated[0].id not in coverage  # holds none of the terms
     assert ids[-1] not in coverage  # not stored
     flt = VectorFilter(["user:alice"])
-    assert await index.coverage("what is it", flt, ids) == {}  # no terms
-    assert await index.coverage("cello", flt, []) == {}
-    assert await index.coverage("cello", VectorFilter([]), ids) == {}  # no scope
+    assert (await index.lookup("what is it", flt, ids))[1] == {}  # no terms
+    assert await index.lookup("cello", flt, []) == ([], {})
+    assert (await index.lookup("cello", VectorFilter([]), ids))[1] == {}  # no scope
 
 
 async def test_sqlite_term_counts_are_cached_for_their_ttl(
@@ -178,7 +181,7 @@ async def test_sqlite_term_counts_are_cached_for_their_ttl(
 
     async def counts() -> tuple[int, list[int]]:
         async with engine.connect() as conn:
-            return await frequencies.counts(conn, scopes, ["cello", "kangaroo"])
+            return await conn.run_sync(frequencies.counts, scopes, ["cello", "kangaroo"])
 
     assert await counts() == (2, [2, 0])  # the weather turn holds "cello" as a neighbour
     await add_all(uows, turns("A cello concert.", scope=replace(ALICE, session_id="s2")))
@@ -267,5 +270,6 @@ async def test_the_migration_indexes_existing_memories(database_url: str) -> Non
             await uow.memories.delete([question.id, reply.id])
             await uow.commit()
         assert await found(index, "Lisbon city") == []
+        await index.close()
     finally:
         await engine.dispose()

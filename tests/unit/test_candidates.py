@@ -9,7 +9,7 @@ from datetime import timedelta
 
 import pytest
 
-from agentcore.domain.models import ScopeIds
+from agentcore.domain.models import Memory, ScopeIds
 from agentcore.domain.records import NewMemory
 from agentcore.services.candidates import (
     CandidateGenerator,
@@ -45,14 +45,14 @@ class WordOverlapIndex:
         hits.sort(key=lambda h: -h.score)
         return hits[:limit]
 
-    async def coverage(
+    async def lookup(
         self, query: str, flt: VectorFilter, memory_ids: Sequence[str]
-    ) -> dict[str, float]:
+    ) -> tuple[list[Memory], dict[str, float]]:
         words = set(_WORD.findall(query.lower()))
         async with self._store(read_only=True) as uow:
             memories = await uow.memories.get_many(memory_ids)
         shares = {m.id: len(words & set(_WORD.findall(m.content.lower()))) for m in memories}
-        return {memory_id: n / len(words) for memory_id, n in shares.items() if n}
+        return memories, {i: n / len(words) for i, n in shares.items() if n}
 
 
 def _all(flt: VectorFilter) -> ListQuery:

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from sqlalchemy import create_engine as sa_create_engine
 from sqlalchemy import event
-from sqlalchemy.engine import Connection, make_url
+from sqlalchemy.engine import URL, Connection, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 SQLITE_BUSY_TIMEOUT_MS = 5000
 READ_ONLY = "agentcore_read_only"  # execution option of read-only units of work
+T = TypeVar("T")
 
 # journal_mode=WAL lets readers run beside the writer; synchronous=FULL fsyncs the WAL on every
 # commit so an acknowledged write survives an OS crash or power loss (NORMAL only survives a
@@ -67,3 +72,40 @@ def _sqlite_engine(url: str) -> AsyncEngine:
             connection.exec_driver_sql("BEGIN IMMEDIATE")
 
     return engine
+
+
+class ThreadedReader:
+    """Read-only statements on a synchronous SQLite engine, each call run whole on a worker
+    thread: one thread hop per call, where aiosqlite makes several per statement (begin,
+    execute, fetch, rollback), each waiting on the event loop. sqlite3 releases the GIL while
+    a statement runs, so the calls run beside the loop and beside each other."""
+
+    def __init__(self, url: str | URL, threads: int = 2) -> None:
+        url = make_url(url)
+        if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
+            raise ValueError("ThreadedReader needs an SQLite database file")
+        self._engine = sa_create_engine(
+            url.set(drivername="sqlite"),
+            connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000, "check_same_thread": False},
+            pool_size=threads,
+            max_overflow=0,
+        )
+        self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="sql-read")
+
+        @event.listens_for(self._engine, "connect")
+        def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+            dbapi_connection.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+            dbapi_connection.execute("PRAGMA query_only=ON")
+
+    async def run(self, work: Callable[[Connection], T]) -> T:
+        """``work`` on a pooled connection, on a worker thread."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, self._call, work)
+
+    def _call(self, work: Callable[[Connection], T]) -> T:
+        with self._engine.connect() as conn:
+            return work(conn)
+
+    async def close(self) -> None:
+        await asyncio.to_thread(self._executor.shutdown, wait=True)
+        self._engine.dispose()

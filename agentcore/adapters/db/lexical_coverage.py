@@ -7,8 +7,8 @@ question. Each term weighs its inverse document frequency over the caller's scop
 found everywhere in them (a speaker's name) counts for little. A document is the memory's
 lexical document (its content, its neighbours' content and its metadata:
 ``agentcore.adapters.db.lexical``), and terms are compared as the index stems them:
-PostgreSQL reads its postings; SQLite asks FTS5 to mark the matched words (``highlight``) and
-stems them with the index's own tokenizer.
+PostgreSQL reads its postings; SQLite reads the documents' words and stems them with the
+index's own tokenizer.
 """
 
 from __future__ import annotations
@@ -16,21 +16,20 @@ from __future__ import annotations
 import math
 import re
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from sqlalchemy import String, bindparam, text
 from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agentcore.adapters.db.lexical import FTS_DOCS, FTS_TABLE, FTS_TERMS, FTS_TOKENIZER, PG_CONFIG
 
-_MARK_OPEN, _MARK_CLOSE = "\x02", "\x03"
-_MARKED = re.compile(f"{_MARK_OPEN}([^{_MARK_CLOSE}]*){_MARK_CLOSE}")
 _WORD = re.compile(r"[^\W_]+")
-_FIELDS = (1, 2, 3, 4)  # body, ctx_before, ctx_after, meta (column 0 is the scope token)
-_COLUMNS = "body ctx_before ctx_after meta"
+_COLUMNS = "body ctx_before ctx_after meta"  # the columns searched (not the scope token)
 _STEM_CACHE = 100_000
 _COUNT_CACHE = 100_000
 
@@ -44,24 +43,30 @@ class FtsStems:
         self._db.execute(f"CREATE VIRTUAL TABLE words USING fts5(word, tokenize='{FTS_TOKENIZER}')")
         self._db.execute("CREATE VIRTUAL TABLE tokens USING fts5vocab(words, 'instance')")
         self._cache: dict[str, str] = {}
+        self._lock = threading.Lock()  # the table is filled and read per call
 
     def __call__(self, words: Iterable[str]) -> list[str]:
         words = list(words)
-        new = [word for word in dict.fromkeys(words) if word not in self._cache]
-        if new:
+        with self._lock:  # one table, filled and read per call: one caller at a time
+            new = [word for word in dict.fromkeys(words) if word not in self._cache]
             if len(self._cache) + len(new) > _STEM_CACHE:
                 self._cache.clear()
-            with self._db:
-                self._db.execute("DELETE FROM words")
-                self._db.executemany(
-                    "INSERT INTO words (rowid, word) VALUES (?, ?)", enumerate(new, start=1)
-                )
-                rows = self._db.execute("SELECT doc, term FROM tokens WHERE offset = 0")
-                for doc, term in rows:
-                    self._cache[new[doc - 1]] = term
-            for word in new:
-                self._cache.setdefault(word, word)  # nothing left by the tokenizer: as is
-        return [self._cache[word] for word in words]
+                new = list(dict.fromkeys(words))
+            if new:
+                self._stem(new)
+            return [self._cache[word] for word in words]
+
+    def _stem(self, new: list[str]) -> None:
+        with self._db:
+            self._db.execute("DELETE FROM words")
+            self._db.executemany(
+                "INSERT INTO words (rowid, word) VALUES (?, ?)", enumerate(new, start=1)
+            )
+            rows = self._db.execute("SELECT doc, term FROM tokens WHERE offset = 0")
+            for doc, term in rows:
+                self._cache[new[doc - 1]] = term
+        for word in new:
+            self._cache.setdefault(word, word)  # nothing left by the tokenizer: as is
 
 
 class ScopeFrequencies:
@@ -73,9 +78,7 @@ class ScopeFrequencies:
         self._clock = clock
         self._cache: dict[tuple[str, str], tuple[float, int]] = {}
 
-    async def counts(
-        self, conn: AsyncConnection, scopes: str, terms: Sequence[str]
-    ) -> tuple[int, list[int]]:
+    def counts(self, conn: Connection, scopes: str, terms: Sequence[str]) -> tuple[int, list[int]]:
         """(documents in ``scopes``, documents holding each of ``terms``); ``scopes`` is an
         FTS5 expression on the scope column."""
         now = self._clock()
@@ -89,7 +92,7 @@ class ScopeFrequencies:
                 for i in range(len(missing))
             )
             params = {f"m{i}": _counted(*key) for i, key in enumerate(missing)}
-            row = (await conn.execute(text(f"SELECT {columns}"), params)).one()
+            row = conn.execute(text(f"SELECT {columns}"), params).one()
             for key, count in zip(missing, row, strict=True):
                 self._cache[key] = (now + self._ttl, int(count))
         return self._cache[keys[0]][1], [self._cache[key][1] for key in keys[1:]]
@@ -99,8 +102,8 @@ def _counted(scopes: str, term: str) -> str:
     return scopes if not term else f'{scopes} AND {{{_COLUMNS}}} : "{term}"'
 
 
-async def sqlite_coverage(
-    conn: AsyncConnection,
+def sqlite_coverage(
+    conn: Connection,
     stems: FtsStems,
     frequencies: ScopeFrequencies,
     terms: Sequence[str],
@@ -110,22 +113,19 @@ async def sqlite_coverage(
     """Coverage in (0, 1] of each memory that holds at least one of ``terms``."""
     by_stem = dict(zip(stems(terms), terms, strict=True))  # one term per stem, the first
     scopes = "scope : (" + " OR ".join(f'"{token}"' for token in scope_tokens) + ")"
-    total, holding = await frequencies.counts(conn, scopes, list(by_stem.values()))
+    total, holding = frequencies.counts(conn, scopes, list(by_stem.values()))
     weights = {stem: idf(total, n) for stem, n in zip(by_stem, holding, strict=True)}
-    words = " OR ".join(f'"{term}"' for term in by_stem.values())
-    marked = ", ".join(f"highlight({FTS_TABLE}, {column}, char(2), char(3))" for column in _FIELDS)
+    # The documents are read by rowid (no MATCH: that would visit every matching document of
+    # the scopes) and their words stemmed here, by the index's tokenizer (``stems``).
     stmt = text(
-        f"SELECT d.memory_id, {marked} FROM {FTS_TABLE} "
-        f"JOIN {FTS_DOCS} AS d ON d.doc_id = {FTS_TABLE}.rowid "
-        f"WHERE {FTS_TABLE} MATCH :match AND d.memory_id IN :ids"
+        f"SELECT d.memory_id, {_COLUMNS.replace(' ', ', ')} FROM {FTS_DOCS} AS d "
+        f"JOIN {FTS_TABLE} ON {FTS_TABLE}.rowid = d.doc_id WHERE d.memory_id IN :ids"
     ).bindparams(bindparam("ids", expanding=True, type_=String()))
-    match = f"{scopes} AND {{{_COLUMNS}}} : ({words})"  # only the scopes' documents are read
-    rows = (await conn.execute(stmt, {"match": match, "ids": list(memory_ids)})).all()
     whole = sum(weights.values())
     coverage = {}
-    for memory_id, *fields in rows:
-        found = [w for f in fields if f for span in _MARKED.findall(f) for w in _words(span)]
-        held = weights.keys() & set(stems(found))
+    for memory_id, *fields in conn.execute(stmt, {"ids": list(memory_ids)}):
+        words = set(_WORD.findall(" ".join(field for field in fields if field).lower()))
+        held = weights.keys() & set(stems(words))
         if held:
             coverage[str(memory_id)] = sum(weights[stem] for stem in held) / whole
     return coverage
@@ -153,10 +153,6 @@ async def pg_coverage(
     }
     rows = (await conn.execute(stmt, params)).all()
     return {str(row[0]): float(row[1]) for row in rows if row[1] is not None}
-
-
-def _words(span: str) -> list[str]:
-    return _WORD.findall(span.lower())
 
 
 # The query's lexemes weighted by their idf over the caller's scopes, then each candidate's

@@ -29,11 +29,12 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.sql.elements import ColumnClause
 
 from agentcore.adapters.db.dialect import json_array_contains_any, json_object_matches
-from agentcore.adapters.db.engine import READ_ONLY
+from agentcore.adapters.db.engine import READ_ONLY, ThreadedReader
 from agentcore.adapters.db.lexical import (
     BODY,
     FTS_DOCS,
@@ -51,8 +52,10 @@ from agentcore.adapters.db.lexical_coverage import (
     pg_coverage,
     sqlite_coverage,
 )
+from agentcore.adapters.db.repositories import memory_from_row, select_by_ids
 from agentcore.adapters.db.tables import MemoryRow
 from agentcore.adapters.db.types import UTCDateTime
+from agentcore.domain.models import Memory
 from agentcore.services.ports import VectorFilter, VectorHit
 
 _MEMORIES = cast(Table, MemoryRow.__table__)
@@ -66,8 +69,10 @@ class SqlLexicalIndex:
         self._engine = engine.execution_options(**{READ_ONLY: True})
         self._pg = engine.dialect.name == "postgresql"
         self._fts_statements: dict[tuple[bool, bool], Any] = {}
-        self._stems = None if self._pg else FtsStems()
+        self._stems = FtsStems()
         self._frequencies = ScopeFrequencies()
+        # SQLite: the search's statements run whole on worker threads (ThreadedReader).
+        self._reader = None if self._pg else ThreadedReader(engine.url)
 
     async def search(self, query: str, flt: VectorFilter, limit: int) -> list[VectorHit]:
         """The best ``limit`` memories matching ``flt`` by BM25 (> 0), best first."""
@@ -75,32 +80,56 @@ class SqlLexicalIndex:
         if not terms or not flt.scope_keys or limit <= 0:
             return []
         params = _filter_params(flt) | {"limit": limit}
-        if self._pg:
+        if self._reader is None:
             stmt = self._pg_query(terms, flt, limit, _filters("postgresql", flt))
+            async with self._engine.connect() as conn:
+                rows = (await conn.execute(stmt, params)).all()
         else:
             stmt = self._fts_statement(flt)
             params["match"] = _fts_match(terms, flt)
-        async with self._engine.connect() as conn:
-            rows = (await conn.execute(stmt, params)).all()
+            rows = await self._reader.run(lambda conn: conn.execute(stmt, params).all())
         return [VectorHit(str(row[0]), float(row[1])) for row in rows if row[1] > 0]
 
-    async def coverage(
+    async def lookup(
         self, query: str, flt: VectorFilter, memory_ids: Sequence[str]
-    ) -> dict[str, float]:
-        """The idf-weighted share of the query's terms (distinct stems) each memory's document
-        holds, in (0, 1], frequencies over ``flt``'s scopes; memories holding none are left
-        out."""
+    ) -> tuple[list[Memory], dict[str, float]]:
+        """The stored memories among ``memory_ids`` and the idf-weighted share of the query's
+        terms (distinct stems) each one's document holds, in (0, 1], frequencies over
+        ``flt``'s scopes; memories holding none are left out of the coverage."""
         terms = query_terms(query)
         keys = list(dict.fromkeys(flt.scope_keys))
-        if not terms or not memory_ids or not keys:
-            return {}
-        async with self._engine.connect() as conn:
-            if self._stems is None:
-                return await pg_coverage(conn, terms, keys, memory_ids)
-            tokens = [scope_token(key) for key in keys]
-            return await sqlite_coverage(
-                conn, self._stems, self._frequencies, terms, tokens, memory_ids
+        covered = bool(terms and keys)
+        if not memory_ids:
+            return [], {}
+        if self._reader is None:
+            async with self._engine.connect() as conn:
+                memories = [
+                    memory_from_row(row)
+                    for stmt in select_by_ids(memory_ids)
+                    for row in (await conn.execute(stmt)).mappings()
+                ]
+                coverage = await pg_coverage(conn, terms, keys, memory_ids) if covered else {}
+            return memories, coverage
+        tokens = [scope_token(key) for key in keys]
+
+        def read(conn: Connection) -> tuple[list[Memory], dict[str, float]]:
+            memories = [
+                memory_from_row(row)
+                for stmt in select_by_ids(memory_ids)
+                for row in conn.execute(stmt).mappings()
+            ]
+            if not covered:
+                return memories, {}
+            ids = [memory.id for memory in memories]
+            return memories, sqlite_coverage(
+                conn, self._stems, self._frequencies, terms, tokens, ids
             )
+
+        return await self._reader.run(read)
+
+    async def close(self) -> None:
+        if self._reader is not None:
+            await self._reader.close()
 
     def _fts_statement(self, flt: VectorFilter) -> Any:
         """The FTS5 query for ``flt``'s shape, its values left as parameters. The usual shapes

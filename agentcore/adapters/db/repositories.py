@@ -3,7 +3,7 @@ store settings. Each works inside the unit of work's ``AsyncSession``."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -139,8 +139,8 @@ class SqlMemoryRepository:
 
     async def get_many(self, memory_ids: Sequence[str]) -> list[Memory]:
         found: list[Memory] = []
-        for part in chunks(list(dict.fromkeys(memory_ids))):
-            rows = await self._session.execute(_select().where(_TABLE.c.id.in_(part)))
+        for stmt in select_by_ids(memory_ids):
+            rows = await self._session.execute(stmt)
             found.extend(memory_from_row(row) for row in rows.mappings())
         return found
 
@@ -248,6 +248,12 @@ class SqlMemoryRepository:
         if query.keyed_only:
             conditions.append(MemoryRow.key.is_not(None))
         return conditions
+
+
+def select_by_ids(memory_ids: Sequence[str]) -> Iterator[Select[Any]]:
+    """The statements that read the memories of ``memory_ids`` (any order; duplicates once)."""
+    for part in chunks(list(dict.fromkeys(memory_ids))):
+        yield _select().where(_TABLE.c.id.in_(part))
 
 
 def _select() -> Select[Any]:
