@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import delete, insert
+from sqlalchemy import delete, func, insert, select
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from agentcore.adapters.db.engine import create_engine
+from agentcore.adapters.db.engine import ThreadedReader, create_engine
 from agentcore.adapters.db.lexical import query_terms, scope_token
 from agentcore.adapters.db.lexical_coverage import ScopeFrequencies
 from agentcore.adapters.db.lexical_search import SqlLexicalIndex
@@ -273,3 +274,22 @@ async def test_the_migration_indexes_existing_memories(database_url: str) -> Non
         await index.close()
     finally:
         await engine.dispose()
+
+
+async def test_the_sqlite_reader_reads_committed_rows_and_never_writes(tmp_path: Path) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'agentcore.db'}"
+    migrate(url)
+    engine = create_engine(url)
+    reader = ThreadedReader(url)
+    try:
+        await add_all(SqlUnitOfWorkFactory(engine), turns("Lisbon, in June."))
+        count = select(func.count()).select_from(MemoryRow.__table__)
+        assert await reader.run(lambda conn: conn.execute(count).scalar_one()) == 1
+        with pytest.raises(OperationalError, match="readonly"):
+            await reader.run(lambda conn: conn.execute(delete(MemoryRow.__table__)))
+        assert await reader.run(lambda conn: conn.execute(count).scalar_one()) == 1
+    finally:
+        await reader.close()
+        await engine.dispose()
+    with pytest.raises(ValueError, match="SQLite database file"):
+        ThreadedReader("sqlite+aiosqlite:///:memory:")

@@ -2,8 +2,9 @@
 over the caller's scopes, and the query-term coverage of candidate documents.
 
 SQLite: FTS5 ranks with its own bm25() (document frequencies over the whole table); the
-statement of the usual filter shapes is built once and reused with new parameters. PostgreSQL:
-the query computes BM25 from the postings, with frequencies over the caller's scopes.
+statement of the usual filter shapes is built once and reused with new parameters, and each
+call's statements run whole on a worker thread (``ThreadedReader``). PostgreSQL: the query
+computes BM25 from the postings, with frequencies over the caller's scopes.
 """
 
 from __future__ import annotations
