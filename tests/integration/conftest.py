@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 from qdrant_client import AsyncQdrantClient
 from sqlalchemy import delete
+from sqlalchemy.ext.asyncio import AsyncEngine
 
+from agentcore.adapters.db.engine import create_engine
 from agentcore.adapters.db.tables import Base
 from agentcore.adapters.embedders.local_minilm import LocalMiniLMEmbedder
 from agentcore.adapters.vectors.qdrant_server import QdrantServerVectorStore
@@ -54,3 +56,25 @@ async def _empty(container: Container) -> None:
         for table in reversed(Base.metadata.sorted_tables):
             if table.name != "store_settings":
                 await conn.execute(delete(table))
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A migrated database of each backend (the Postgres one is shared: see ``engine``)."""
+    if request.param == "postgres":
+        url: str = request.getfixturevalue("postgres_url")
+        return url
+    url = f"sqlite+aiosqlite:///{tmp_path / 'data' / 'agentcore.db'}"
+    migrate(url)
+    return url
+
+
+@pytest.fixture
+async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
+    """An engine on ``database_url``, every table emptied first."""
+    engine = create_engine(database_url)
+    async with engine.begin() as conn:
+        for table in reversed(Base.metadata.sorted_tables):
+            await conn.execute(delete(table))  # cascades to the lexical rows on Postgres
+    yield engine
+    await engine.dispose()

@@ -23,7 +23,7 @@ from agentcore.adapters.db.lexical_coverage import ScopeFrequencies
 from agentcore.adapters.db.lexical_search import SqlLexicalIndex
 from agentcore.adapters.db.migrate import alembic_config
 from agentcore.adapters.db.repositories import memory_values
-from agentcore.adapters.db.tables import Base, MemoryRow
+from agentcore.adapters.db.tables import MemoryRow
 from agentcore.adapters.db.uow import SqlUnitOfWorkFactory
 from agentcore.domain.models import Layer, Memory, ScopeIds, ScopeLevel, new_id
 from agentcore.services.ports import VectorFilter
@@ -33,26 +33,6 @@ from tests.conftest import migrate
 T0 = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
 ALICE = ScopeIds(user_id="alice", session_id="s1")
 NOW = (T0 + timedelta(days=1)).timestamp()
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "postgres":
-        url: str = request.getfixturevalue("postgres_url")
-        return url
-    url = f"sqlite+aiosqlite:///{tmp_path / 'agentcore.db'}"
-    migrate(url)
-    return url
-
-
-@pytest.fixture
-async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
-    engine = create_engine(database_url)
-    async with engine.begin() as conn:  # the Postgres database is shared by the module
-        for table in reversed(Base.metadata.sorted_tables):
-            await conn.execute(delete(table))  # cascades to the lexical rows on Postgres
-    yield engine
-    await engine.dispose()
 
 
 @pytest.fixture

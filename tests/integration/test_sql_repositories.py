@@ -7,19 +7,16 @@ module (dropped afterwards); when it is unreachable the Postgres cases skip, or 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
-from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import delete, text
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from agentcore.adapters.db.engine import create_engine
 from agentcore.adapters.db.migrate import upgrade
-from agentcore.adapters.db.tables import Base
 from agentcore.adapters.db.uow import SqlUnitOfWorkFactory, ping
 from agentcore.domain.errors import Conflict, MemoryNotFound
 from agentcore.domain.models import (
@@ -32,30 +29,9 @@ from agentcore.domain.models import (
     new_id,
 )
 from agentcore.services.ports import Access, ListQuery
-from tests.conftest import migrate
 
 T0 = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
 PLUS_TWO = timezone(timedelta(hours=2))
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "postgres":
-        url: str = request.getfixturevalue("postgres_url")
-        return url
-    url = f"sqlite+aiosqlite:///{tmp_path / 'data' / 'agentcore.db'}"
-    migrate(url)
-    return url
-
-
-@pytest.fixture
-async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
-    engine = create_engine(database_url)
-    async with engine.begin() as conn:  # the Postgres database is shared by the module
-        for table in reversed(Base.metadata.sorted_tables):
-            await conn.execute(delete(table))
-    yield engine
-    await engine.dispose()
 
 
 @pytest.fixture
