@@ -115,6 +115,8 @@ def sqlite_coverage(
     scopes = "scope : (" + " OR ".join(f'"{token}"' for token in scope_tokens) + ")"
     total, holding = frequencies.counts(conn, scopes, list(by_stem.values()))
     weights = {stem: idf(total, n) for stem, n in zip(by_stem, holding, strict=True)}
+    if not weights:
+        return {}
     # The documents are read by rowid (no MATCH: that would visit every matching document of
     # the scopes) and their words stemmed here, by the index's tokenizer (``stems``).
     stmt = text(
@@ -122,13 +124,25 @@ def sqlite_coverage(
         f"JOIN {FTS_TABLE} ON {FTS_TABLE}.rowid = d.doc_id WHERE d.memory_id IN :ids"
     ).bindparams(bindparam("ids", expanding=True, type_=String()))
     whole = sum(weights.values())
+    starts = _stem_starts(weights)
     coverage = {}
     for memory_id, *fields in conn.execute(stmt, {"ids": list(memory_ids)}):
-        words = set(_WORD.findall(" ".join(field for field in fields if field).lower()))
+        document = " ".join(field for field in fields if field).lower()
+        # ASCII text: only the words that begin like a query stem can stem to one.
+        words = set((starts if document.isascii() else _WORD).findall(document))
         held = weights.keys() & set(stems(words))
         if held:
             coverage[str(memory_id)] = sum(weights[stem] for stem in held) / whole
     return coverage
+
+
+def _stem_starts(stems: Iterable[str]) -> re.Pattern[str]:
+    """The ASCII words that may stem (Porter) to one of ``stems``. Porter rewrites only a
+    word's ending, after at least one letter, and changes at most the last letter of the part
+    it keeps (a "y" to "i": "say" -> "sai"), so a word stemming to ``s`` begins with
+    ``s[:-1]`` (or ``s`` itself when one letter long); three letters of it are enough."""
+    heads = sorted({s[: max(1, min(3, len(s) - 1))] for s in stems}, key=len, reverse=True)
+    return re.compile(r"(?<![^\W_])(?:" + "|".join(map(re.escape, heads)) + r")[^\W_]*")
 
 
 def idf(documents: int, holding: int) -> float:

@@ -1,0 +1,93 @@
+"""The shortcut of SQLite coverage: an ASCII word stems (FTS5's Porter) to a query stem only if
+it begins as ``_stem_starts`` expects, so the words that don't need not be stemmed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agentcore.adapters.db.lexical_coverage import _WORD, FtsStems, _stem_starts
+
+ROOT = Path(__file__).resolve().parents[2]
+# Endings Porter rewrites, and short words whose kept part changes ("say" -> "sai").
+TRICKY = [
+    "say",
+    "says",
+    "happy",
+    "happiness",
+    "ponies",
+    "ties",
+    "being",
+    "agreed",
+    "hoping",
+    "relational",
+    "conditional",
+    "organization",
+    "generalization",
+    "sensibility",
+    "possibly",
+    "operator",
+    "sensitivity",
+    "national",
+    "sing",
+    "ring",
+    "sky",
+    "by",
+    "as",
+    "is",
+    "was",
+    "feed",
+    "needed",
+    "agreement",
+    "electrical",
+    "hopeful",
+    "goodness",
+    "formality",
+    "triplicate",
+    "adjustable",
+    "defensible",
+    "irritant",
+    "replacement",
+    "adoption",
+    "dependent",
+    "communism",
+    "activate",
+    "angularity",
+    "homologous",
+    "effective",
+    "bowdlerize",
+    "probate",
+    "rate",
+    "cease",
+    "controll",
+    "roll",
+    "x",
+    "xi",
+    "3pm",
+    "2023",
+    "a1b2",
+]
+
+
+def vocabulary() -> list[str]:
+    words = set(TRICKY)
+    prose = [ROOT / "README.md", *(ROOT / "docs").glob("*.md"), *(ROOT / "agentcore").rglob("*.py")]
+    for path in prose:
+        words.update(_WORD.findall(path.read_text(encoding="utf-8").lower()))
+    return sorted(word for word in words if word.isascii())
+
+
+def test_every_word_begins_as_its_stem_predicts() -> None:
+    words = vocabulary()
+    assert len(words) > 2_000  # the project's own prose and code
+    stems = FtsStems()(words)
+    wrong = [
+        (w, s) for w, s in zip(words, stems, strict=True) if not _stem_starts([s]).fullmatch(w)
+    ]
+    assert wrong == []
+    assert stems[words.index("say")] == "sai"  # the kept part changed: the case it allows for
+
+
+def test_only_whole_words_beginning_like_a_stem_are_found() -> None:
+    pattern = _stem_starts(["sai", "paint", "cello"])
+    text = "she says: repainted paintings, a cello_case and saints (paint2)"
+    assert pattern.findall(text) == ["says", "paintings", "cello", "saints", "paint2"]
