@@ -107,7 +107,7 @@ def build_embedder(settings: Settings) -> Embedder:
         )
     from agentcore.adapters.embedders.local_minilm import LocalMiniLMEmbedder
 
-    return LocalMiniLMEmbedder()
+    return LocalMiniLMEmbedder(int8_queries=settings.embedder_query_int8)
 
 
 def build_vector_store(settings: Settings) -> VectorStore:

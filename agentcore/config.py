@@ -45,6 +45,8 @@ class Settings(BaseSettings):
 
     # Models.
     embedder: Literal["local", "openai"] = "local"
+    # The local embedder embeds queries with int8 weights (faster; stored texts stay fp32).
+    embedder_query_int8: bool = True
     # Semantic facts: rule-based offline, the LLM (MEM0_LLM_MODEL via the OpenAI API), or mem0's
     # extraction with that LLM; "auto" is mem0 when OPENAI_API_KEY is set, else offline.
     fact_extractor: Literal["auto", "offline", "llm", "mem0"] = "auto"

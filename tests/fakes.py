@@ -44,6 +44,10 @@ class FakeEmbedder:
     def dimension(self) -> int:
         return self._dimension
 
+    async def embed_query(self, text: str) -> Vectors:
+        vectors: Vectors = (await self.embed([text]))[0]
+        return vectors
+
     async def embed(self, texts: Sequence[str]) -> Vectors:
         self.calls += 1
         out = np.zeros((len(texts), self._dimension), dtype=np.float32)

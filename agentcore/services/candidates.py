@@ -209,7 +209,7 @@ class CandidateGenerator:
     async def _dense(
         self, query: str, flt: VectorFilter, pool: int
     ) -> tuple[Vector, list[VectorHit]]:
-        vector = (await self._embedder.embed([query]))[0]
+        vector = await self._embedder.embed_query(query)
         return vector, await self._vectors.search(vector, flt, pool)
 
     async def _cosines(

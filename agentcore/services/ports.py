@@ -37,6 +37,11 @@ class Embedder(Protocol):
         """One row per text, L2-normalized. Raises ``EmbeddingFailed`` on provider failure."""
         ...
 
+    async def embed_query(self, text: str) -> Vectors:
+        """The 1-D vector to search with. It may come from a faster, slightly less exact copy
+        of the model (the local embedder's int8 weights), in the same space as ``embed``'s."""
+        ...
+
     async def close(self) -> None: ...
 
 

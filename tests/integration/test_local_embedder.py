@@ -216,3 +216,26 @@ def test_a_file_without_the_weights_is_refused(tmp_path: Path) -> None:
 def test_malformed_safetensors_are_refused(data: bytes) -> None:
     with pytest.raises(WeightsError):
         read_safetensors(data)
+
+
+async def test_queries_on_int8_weights_stay_close_to_fp32(embedder: LocalMiniLMEmbedder) -> None:
+    fp32 = await embedder.embed(SENTENCES)
+    queries = np.stack([await embedder.embed_query(sentence) for sentence in SENTENCES])
+    assert queries.shape == fp32.shape
+    assert queries.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(queries, axis=1), 1.0, atol=1e-5)
+    cosines = _cosines(queries, fp32)
+    assert cosines.min() > 0.96  # the int8 copy: close to the fp32 vectors ("ok": 0.97)
+    assert cosines.mean() > 0.985
+    assert not np.allclose(queries, fp32, atol=1e-4)  # it is the int8 graph that ran
+    # Each sentence is still nearest to its own stored vector.
+    assert list(np.argmax(queries @ fp32.T, axis=1)) == list(range(len(SENTENCES)))
+
+
+async def test_fp32_queries_equal_the_stored_vectors() -> None:
+    embedder = LocalMiniLMEmbedder(int8_queries=False)
+    try:
+        query = await embedder.embed_query(SENTENCES[0])
+        np.testing.assert_allclose(query, (await embedder.embed(SENTENCES[:1]))[0], atol=1e-6)
+    finally:
+        await embedder.close()

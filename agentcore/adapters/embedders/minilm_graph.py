@@ -33,6 +33,7 @@ from onnx import TensorProto, helper, numpy_helper
 OPSET = 17  # LayerNormalization needs 17; onnxruntime supports it everywhere we run
 INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
 OUTPUT_NAME = "sentence_embedding"
+_CONTRIB_DOMAIN = "com.microsoft"  # onnxruntime's own operators (DynamicQuantizeMatMul)
 
 Weights = Mapping[str, npt.NDArray[np.float32]]
 
@@ -104,26 +105,32 @@ def read_safetensors(data: bytes) -> dict[str, npt.NDArray[np.float32]]:
     return tensors
 
 
-def build_model(weights: Weights, config: BertConfig | None = None) -> onnx.ModelProto:
+def build_model(
+    weights: Weights, config: BertConfig | None = None, *, int8: bool = False
+) -> onnx.ModelProto:
     """The encoder plus mean pooling and L2 normalization, from Hugging Face BERT weights.
 
     ``weights`` uses the names of ``BertModel``'s state dict (``embeddings.*``,
     ``encoder.layer.N.*``; a ``bert.`` prefix is accepted). Linear weights are stored
-    ``[out, in]`` there and transposed here for ``MatMul``.
+    ``[out, in]`` there and transposed here for ``MatMul``. ``int8`` quantizes the linear
+    layers' weights (see ``_GraphBuilder._linear``).
     """
-    return _GraphBuilder(_strip_prefix(weights), config or BertConfig(), inline=True).build()
+    builder = _GraphBuilder(_strip_prefix(weights), config or BertConfig(), inline=True, int8=int8)
+    return builder.build()
 
 
-def open_session(weights: Weights, *, threads: int = 1, config: BertConfig | None = None) -> Any:
+def open_session(
+    weights: Weights, *, threads: int = 1, config: BertConfig | None = None, int8: bool = False
+) -> Any:
     """Build the graph and open an ``onnxruntime.InferenceSession`` of it on the CPU.
 
     The weights go to onnxruntime as external initializers, which it copies while loading (its
     documented behaviour since 1.12), so neither ``weights`` nor the file buffer they may view
     is needed afterwards. ``threads`` sets both intra- and inter-op threads, and runs are
-    sequential. onnxruntime's own errors pass through; ``WeightsError`` reports missing or
-    misshapen weights.
+    sequential. ``int8`` runs the linear layers on int8 weights. onnxruntime's own errors pass
+    through; ``WeightsError`` reports missing or misshapen weights.
     """
-    builder = _GraphBuilder(_strip_prefix(weights), config or BertConfig(), inline=False)
+    builder = _GraphBuilder(_strip_prefix(weights), config or BertConfig(), inline=False, int8=int8)
     graph = builder.build().SerializeToString()  # a few kilobytes: nodes and small constants
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
@@ -143,12 +150,13 @@ def _strip_prefix(weights: Weights) -> Weights:
 
 
 class _GraphBuilder:
-    def __init__(self, weights: Weights, config: BertConfig, *, inline: bool) -> None:
+    def __init__(self, weights: Weights, config: BertConfig, *, inline: bool, int8: bool) -> None:
         self._weights = weights
         self._config = config
         self._inline = inline
-        # Checkpoint tensors left out of the graph when not ``inline``, by initializer name.
-        self.external: dict[str, npt.NDArray[np.float32]] = {}
+        self._int8 = int8
+        # Tensors left out of the graph when not ``inline``, by initializer name.
+        self.external: dict[str, npt.NDArray[np.generic]] = {}
         self._nodes: list[onnx.NodeProto] = []
         self._initializers: list[TensorProto] = []
         self._count = 0
@@ -177,9 +185,12 @@ class _GraphBuilder:
             ],
             initializer=self._initializers,
         )
+        opsets = [helper.make_opsetid("", OPSET)]
+        if self._int8:
+            opsets.append(helper.make_opsetid(_CONTRIB_DOMAIN, 1))
         model = helper.make_model(
             graph,
-            opset_imports=[helper.make_opsetid("", OPSET)],
+            opset_imports=opsets,
             producer_name="agentcore.minilm_graph",
         )
         model.ir_version = 8  # what opset 17 came with; any onnxruntime >= 1.13 reads it
@@ -203,15 +214,15 @@ class _GraphBuilder:
             self._initializers.append(numpy_helper.from_array(value, name))
         return name
 
-    def _parameter(self, name: str, value: npt.NDArray[np.float32]) -> str:
-        """A checkpoint tensor: inline, or a placeholder for an external initializer."""
+    def _parameter(self, name: str, value: npt.NDArray[np.generic]) -> str:
+        """A weight tensor: inline, or a placeholder for an external initializer."""
         if self._inline:
             return self._constant(name, value)
-        # Transposed weights get a C-ordered copy; the rest stay views of the file buffer.
-        array = np.ascontiguousarray(value, dtype=np.float32)
+        # Transposed or joined weights are copies already; the rest stay views of the file buffer.
+        array = np.ascontiguousarray(value)
         placeholder = TensorProto(
             name=name,
-            data_type=TensorProto.FLOAT,
+            data_type=helper.np_dtype_to_tensor_dtype(array.dtype),
             dims=array.shape,
             data_location=TensorProto.EXTERNAL,
         )
@@ -229,12 +240,41 @@ class _GraphBuilder:
             raise WeightsError(f"{name} has shape {tuple(array.shape)}, expected {shape}")
         return np.asarray(array, dtype=np.float32)
 
-    def _linear(self, x: str, prefix: str, size_in: int, size_out: int) -> str:
-        """``x @ W.T + b`` for a torch Linear stored as ``[out, in]``."""
-        weight = self._weight(f"{prefix}.weight", (size_out, size_in)).T
-        bias = self._weight(f"{prefix}.bias", (size_out,))
-        product = self._node("MatMul", [x, self._parameter(f"{prefix}.weight", weight)], "matmul")
-        return self._node("Add", [product, self._parameter(f"{prefix}.bias", bias)], "linear")
+    def _linear(self, x: str, prefixes: list[str], size_in: int, size_out: int) -> str:
+        """``x @ W.T + b`` for torch Linears stored as ``[out, in]``, side by side.
+
+        Several ``prefixes`` (the attention's query, key and value) become one wider product,
+        whose output columns follow the order of ``prefixes``. With ``int8``, each weight column
+        is scaled to [-127, 127] by its own largest magnitude and rounded, and onnxruntime's
+        ``DynamicQuantizeMatMul`` quantizes ``x`` to uint8 at run time.
+        """
+        name = prefixes[0] if len(prefixes) == 1 else f"{prefixes[0]}+{len(prefixes)}"
+        weight = np.concatenate(
+            [self._weight(f"{prefix}.weight", (size_out, size_in)).T for prefix in prefixes],
+            axis=1,
+        )
+        bias = np.concatenate([self._weight(f"{prefix}.bias", (size_out,)) for prefix in prefixes])
+        bias_name = self._parameter(f"{name}.bias", bias)
+        if not self._int8:
+            product = self._node("MatMul", [x, self._parameter(f"{name}.weight", weight)], "matmul")
+            return self._node("Add", [product, bias_name], "linear")
+        scale = np.abs(weight).max(axis=0) / 127
+        scale[scale == 0] = 1.0
+        quantized = np.clip(np.rint(weight / scale), -127, 127).astype(np.int8)
+        inputs = [
+            x,
+            self._parameter(f"{name}.weight_int8", quantized),
+            self._parameter(f"{name}.weight_scale", scale.astype(np.float32)),
+            self._parameter(f"{name}.weight_zero", np.zeros(scale.shape, np.int8)),
+            bias_name,
+        ]
+        output = self._name("linear")
+        self._nodes.append(
+            helper.make_node(
+                "DynamicQuantizeMatMul", inputs, [output], self._name("qmm"), domain=_CONTRIB_DOMAIN
+            )
+        )
+        return output
 
     def _layer_norm(self, x: str, prefix: str) -> str:
         size = self._config.hidden
@@ -310,14 +350,26 @@ class _GraphBuilder:
         )
         merge_heads = self._constant("merge_heads_shape", np.array([0, 0, size], dtype=np.int64))
 
-        def project(name: str, perm: list[int]) -> str:
-            projected = self._linear(x, f"{prefix}.attention.self.{name}", size, size)
-            shaped = self._node("Reshape", [projected, split_heads], f"{name}_heads")
+        names = ("query", "key", "value")
+        projected = self._linear(x, [f"{prefix}.attention.self.{n}" for n in names], size, size)
+        thirds = [self._name(f"{n}_projected") for n in names]
+        self._nodes.append(
+            helper.make_node(
+                "Split",
+                [projected, self._constant("qkv_split", np.array([size] * 3, np.int64))],
+                thirds,
+                self._name("Split"),
+                axis=-1,
+            )
+        )
+
+        def heads_of(projection: str, name: str, perm: list[int]) -> str:
+            shaped = self._node("Reshape", [projection, split_heads], f"{name}_heads")
             return self._node("Transpose", [shaped], f"{name}_t", perm=perm)
 
-        query = project("query", [0, 2, 1, 3])  # [batch, heads, seq, head_size]
-        key = project("key", [0, 2, 3, 1])  # [batch, heads, head_size, seq]
-        value = project("value", [0, 2, 1, 3])
+        query = heads_of(thirds[0], "query", [0, 2, 1, 3])  # [batch, heads, seq, head_size]
+        key = heads_of(thirds[1], "key", [0, 2, 3, 1])  # [batch, heads, head_size, seq]
+        value = heads_of(thirds[2], "value", [0, 2, 1, 3])
         scores = self._node("MatMul", [query, key], "scores")
         scale = self._constant("attention_scale", np.array(1 / math.sqrt(head_size), np.float32))
         scores = self._node("Mul", [scores, scale], "scaled_scores")
@@ -326,13 +378,13 @@ class _GraphBuilder:
         context = self._node("MatMul", [probs, value], "context")
         context = self._node("Transpose", [context], "context_t", perm=[0, 2, 1, 3])
         context = self._node("Reshape", [context, merge_heads], "context_merged")
-        attended = self._linear(context, f"{prefix}.attention.output.dense", size, size)
+        attended = self._linear(context, [f"{prefix}.attention.output.dense"], size, size)
         attended = self._node("Add", [attended, x], "attention_residual")
         attended = self._layer_norm(attended, f"{prefix}.attention.output.LayerNorm")
 
-        inner = self._linear(attended, f"{prefix}.intermediate.dense", size, config.intermediate)
+        inner = self._linear(attended, [f"{prefix}.intermediate.dense"], size, config.intermediate)
         inner = self._gelu(inner)
-        out = self._linear(inner, f"{prefix}.output.dense", config.intermediate, size)
+        out = self._linear(inner, [f"{prefix}.output.dense"], config.intermediate, size)
         out = self._node("Add", [out, attended], "output_residual")
         return self._layer_norm(out, f"{prefix}.output.LayerNorm")
 

@@ -63,6 +63,10 @@ class OpenAIEmbedder:
     def dimension(self) -> int:
         return self._dimension
 
+    async def embed_query(self, text: str) -> Vectors:
+        vectors: Vectors = (await self.embed([text]))[0]
+        return vectors
+
     async def embed(self, texts: Sequence[str]) -> Vectors:
         if isinstance(texts, str):
             raise TypeError("embed takes a sequence of texts, not a single str")
