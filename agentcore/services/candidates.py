@@ -176,7 +176,9 @@ class CandidateGenerator:
         makes the relevance the clipped cosine alone (e.g. to find paraphrases)."""
         pool = max(self._fusion.pool, limit)
         lexical_side = self._no_hits() if dense_only else self._lexical_hits(query, flt, pool)
-        (vector, dense), lexical = await asyncio.gather(self._dense(query, flt, pool), lexical_side)
+        (vector, dense), lexical = await asyncio.gather(
+            self._dense(query, flt, pool, exact=dense_only), lexical_side
+        )
         ids = list(dict.fromkeys([hit.id for hit in dense] + [hit.id for hit in lexical]))
         if not ids:
             return []
@@ -207,9 +209,15 @@ class CandidateGenerator:
         return [(live[memory_id], value) for memory_id, value in ranked[:limit]]
 
     async def _dense(
-        self, query: str, flt: VectorFilter, pool: int
+        self, query: str, flt: VectorFilter, pool: int, *, exact: bool
     ) -> tuple[Vector, list[VectorHit]]:
-        vector = await self._embedder.embed_query(query)
+        """The query's vector and its nearest memories. ``exact`` embeds the query as a stored
+        text is embedded (a near-duplicate check compares cosines to a fixed bar); otherwise
+        with the embedder's faster query path."""
+        if exact:
+            vector = (await self._embedder.embed([query]))[0]
+        else:
+            vector = await self._embedder.embed_query(query)
         return vector, await self._vectors.search(vector, flt, pool)
 
     async def _cosines(

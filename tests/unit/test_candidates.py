@@ -18,8 +18,8 @@ from agentcore.services.candidates import (
     fuse,
     with_episodes,
 )
-from agentcore.services.ports import ListQuery, VectorFilter, VectorHit
-from tests.fakes import FakeStore
+from agentcore.services.ports import ListQuery, VectorFilter, VectorHit, Vectors
+from tests.fakes import FakeEmbedder, FakeStore
 from tests.unit.conftest import Services
 
 _WORD = re.compile(r"\w+")
@@ -204,3 +204,27 @@ async def test_without_a_lexical_index_relevance_is_the_clipped_cosine(services:
     )
     assert found.id == memory.id
     assert relevance == pytest.approx(1.0, abs=1e-5)
+
+
+class QueryCountingEmbedder(FakeEmbedder):
+    def __init__(self) -> None:
+        super().__init__()
+        self.queries = 0
+
+    async def embed_query(self, text: str) -> Vectors:
+        self.queries += 1
+        return await super().embed_query(text)
+
+
+async def test_near_duplicate_checks_embed_the_query_like_a_stored_text(
+    services: Services,
+) -> None:
+    alice = ScopeIds(user_id="alice")
+    await services.memory.add_batch([NewMemory("red bicycle in the shed", alice)])
+    embedder = QueryCountingEmbedder()
+    generator = CandidateGenerator(services.store, services.vectors, embedder, None, Fusion())
+    flt, now = _filter("user:alice"), services.clock()
+    assert await generator.generate("red bicycle", flt, 5, None, now)
+    assert (embedder.queries, embedder.calls) == (1, 1)  # a search: the query path
+    assert await generator.generate("red bicycle", flt, 5, None, now, dense_only=True)
+    assert (embedder.queries, embedder.calls) == (1, 2)  # a cosine bar: embedded as stored
