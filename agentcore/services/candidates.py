@@ -9,12 +9,14 @@ memory gets
 
 (normalized score blending: reciprocal rank fusion throws the score gaps away and, with a weak
 dense side, lets its poor ranks in). A lexical candidate the dense side did not return is
-scored by its own cosine (one more vector search, restricted to those ids); a dense candidate
-missing from a full lexical list is given that list's last score, the most it can have; from
-a list that was not full, zero. ``coverage`` is the share of the query's distinct terms the
-memory's lexical document holds, each term weighted by its idf (Lucene's ``coord``): BM25
-alone lets one frequent word outscore a memory that holds most of the question. With one side
-empty (no lexical index, no word in common, no vector yet) the other side alone decides.
+scored by its own cosine (one more vector search, restricted to those ids). A lexical index
+that scores any memory (``Lookup.bm25``: SQLite) gives every candidate its own BM25; otherwise
+a dense candidate missing from a full lexical list is given that list's last score, the most it
+can have, and from a list that was not full, zero. ``coverage`` is the share of the query's
+distinct terms the memory's lexical document holds, each term weighted by its idf (Lucene's
+``coord``): BM25 alone lets one frequent word outscore a memory that holds most of the
+question. With one side empty (no lexical index, no word in common, no vector yet) the other
+side alone decides.
 
 Evidence clusters in episodes: a memory whose session holds other strong candidates is more
 likely what was asked about. The relevance is finally blended with its episode's strength
@@ -45,21 +47,34 @@ from agentcore.services.ports import (
 Vector = npt.NDArray[np.float32]
 
 
+@dataclass(frozen=True, slots=True)
+class Lookup:
+    """The stored memories among some candidates, and what the lexical index knows of them.
+
+    ``coverage``: of each memory whose document holds a term of the query, the share of the
+    query's distinct terms it holds, each weighted by its idf over the filter's scopes, in
+    (0, 1]. ``bm25``, when the index computes it: each such memory's own BM25 for the whole
+    query, on the scale of ``search``'s scores; None when only ``search``'s scores are known.
+    Memories holding no term are left out of both; an empty query has none."""
+
+    memories: list[Memory]
+    coverage: dict[str, float]
+    bm25: dict[str, float] | None = None
+
+
 class LexicalIndex(Protocol):
     """Full-text search over memories (BM25 or equivalent), kept up to date on every write."""
 
     async def search(self, query: str, flt: VectorFilter, limit: int) -> list[VectorHit]:
-        """The best ``limit`` memories matching ``flt``, best first; ``score`` > 0, higher is
-        better, comparable only within one call. Expired and deleted memories never appear."""
+        """About the best ``limit`` memories matching ``flt``, best first; ``score`` > 0,
+        higher is better, comparable only within one call. Expired and deleted memories never
+        appear. An index whose ``lookup`` gives BM25 may find them by the query's rarer terms
+        only (the scores of ``lookup`` then rank them)."""
         ...
 
-    async def lookup(
-        self, query: str, flt: VectorFilter, memory_ids: Sequence[str]
-    ) -> tuple[list[Memory], dict[str, float]]:
-        """The stored memories among ``memory_ids`` (whatever their scope or expiry), and the
-        coverage of each whose document holds a term of ``query``: the share of the query's
-        distinct terms it holds, each weighted by its idf over ``flt``'s scopes, in (0, 1].
-        Memories holding none are left out of the coverage; an empty query has none."""
+    async def lookup(self, query: str, flt: VectorFilter, memory_ids: Sequence[str]) -> Lookup:
+        """The stored memories among ``memory_ids`` (whatever their scope or expiry), with
+        their coverage of ``query`` and, if the index computes it, their BM25."""
         ...
 
 
@@ -82,6 +97,22 @@ class Fusion:
 def floor_of(hits: Sequence[VectorHit], requested: int) -> float:
     """The most a memory missing from ``hits`` can score: the last score of a full list."""
     return hits[-1].score if hits and len(hits) >= requested else 0.0
+
+
+def lexical_scores(
+    hits: Sequence[VectorHit], bm25: Mapping[str, float] | None, requested: int
+) -> tuple[dict[str, float], float]:
+    """The lexical score of each candidate and the floor of those left out (``fuse``).
+
+    Without ``bm25``: the hits' scores, and the last one's for the rest (``floor_of``). With
+    it (the index found the hits by the query's rarer terms only): each hit's BM25 for the
+    whole query, the least of them as the floor when the list is full, and its own BM25 for a
+    candidate above that floor, which a search by every term would have returned."""
+    if bm25 is None:
+        return {hit.id: hit.score for hit in hits}, floor_of(hits, requested)
+    scores = {hit.id: bm25.get(hit.id, 0.0) for hit in hits}
+    floor = min(scores.values()) if scores and len(hits) >= requested else 0.0
+    return scores | {k: v for k, v in bm25.items() if v > floor and k not in scores}, floor
 
 
 def fuse(
@@ -182,20 +213,21 @@ class CandidateGenerator:
         ids = list(dict.fromkeys([hit.id for hit in dense] + [hit.id for hit in lexical]))
         if not ids:
             return []
-        (found, coverage), exact = await asyncio.gather(
+        found, exact = await asyncio.gather(
             self._lookup(query if lexical else "", flt, ids),
             self._cosines(vector, flt, dense, lexical),
         )
         keys = set(flt.scope_keys)
-        live = {m.id: m for m in found if m.scope_key in keys and not m.is_expired(now)}
+        live = {m.id: m for m in found.memories if m.scope_key in keys and not m.is_expired(now)}
         cosine = {hit.id: hit.score for hit in (*dense, *exact) if hit.id in live}
+        scores, lexical_floor = lexical_scores(lexical, found.bm25, pool)
         relevance = fuse(
             cosine,
-            {hit.id: hit.score for hit in lexical if hit.id in live},
+            {memory_id: score for memory_id, score in scores.items() if memory_id in live},
             self._fusion.dense_weight,
             dense_floor=floor_of(dense, pool),
-            lexical_floor=floor_of(lexical, pool),
-            coverage=coverage,
+            lexical_floor=lexical_floor,
+            coverage=found.coverage if lexical else None,
         )
         relevance = with_episodes(
             relevance,
@@ -235,14 +267,12 @@ class CandidateGenerator:
             return []
         return await self._vectors.search(vector, replace(flt, ids=missing), len(missing))
 
-    async def _lookup(
-        self, query: str, flt: VectorFilter, ids: Sequence[str]
-    ) -> tuple[list[Memory], dict[str, float] | None]:
-        """The memories of ``ids`` and, from the lexical index, their coverage of ``query``."""
+    async def _lookup(self, query: str, flt: VectorFilter, ids: Sequence[str]) -> Lookup:
+        """The memories of ``ids`` and, from the lexical index, what it knows of them."""
         if self._lexical is not None:
             return await self._lexical.lookup(query, flt, ids)
         async with self._uow_factory(read_only=True) as uow:
-            return await uow.memories.get_many(ids), None
+            return Lookup(await uow.memories.get_many(ids), {})
 
     async def _no_hits(self) -> list[VectorHit]:
         return []

@@ -131,8 +131,9 @@ async def test_coverage_is_the_share_of_query_terms_a_document_holds(
     # four distinct stems: paint, sunris, cello, kangaroo (stop words are not terms); each of
     # the first three is in 3 of the scope's 5 documents (by their text or a neighbour's)
     query = "Who is painting sunrises with a cello or a kangaroo?"
-    memories, coverage = await index.lookup(query, VectorFilter(["user:alice"]), ids)
-    assert {m.id for m in memories} == set(ids[:-1])  # every stored one, holding terms or not
+    looked_up = await index.lookup(query, VectorFilter(["user:alice"]), ids)
+    coverage = looked_up.coverage
+    assert {m.id for m in looked_up.memories} == set(ids[:-1])  # stored ones, with terms or not
 
     def idf(holding: int) -> float:
         return math.log(1 + (5 - holding + 0.5) / (holding + 0.5))
@@ -145,9 +146,38 @@ async def test_coverage_is_the_share_of_query_terms_a_document_holds(
     assert unrelated[0].id not in coverage  # holds none of the terms
     assert ids[-1] not in coverage  # not stored
     flt = VectorFilter(["user:alice"])
-    assert (await index.lookup("what is it", flt, ids))[1] == {}  # no terms
-    assert await index.lookup("cello", flt, []) == ([], {})
-    assert (await index.lookup("cello", VectorFilter([]), ids))[1] == {}  # no scope
+    assert (await index.lookup("what is it", flt, ids)).coverage == {}  # no terms
+    nothing = await index.lookup("cello", flt, [])
+    assert (nothing.memories, nothing.coverage) == ([], {})
+    assert (await index.lookup("cello", VectorFilter([]), ids)).coverage == {}  # no scope
+
+
+async def test_sqlite_lookup_gives_each_candidate_the_bm25_of_fts5(
+    uows: SqlUnitOfWorkFactory, index: SqlLexicalIndex, engine: AsyncEngine
+) -> None:
+    if engine.dialect.name != "sqlite":
+        pytest.skip("PostgreSQL's lookup gives coverage only")
+    await add_all(
+        uows,
+        turns(
+            "Melanie painted a sunrise over the lake, then painted it again.",
+            "The cello lessons start in June; the cello is rented.",
+            "Nice weather today.",
+        )
+        + turns("Sunrises and lakes, painted at dawn.", scope=replace(ALICE, session_id="s2"))
+        + turns(
+            "Melanie's cello: a painted, second-hand one.", scope=replace(ALICE, session_id="s3")
+        )
+        + turns("Bob painted his cello red.", scope=ScopeIds(user_id="bob")),
+    )
+    query = "Who painted sunrises with a cello?"
+    flt = VectorFilter(["user:alice"], alive_at=NOW)
+    hits = await index.search(query, flt, 10)  # FTS5's own bm25(), weighted by column
+    looked_up = await index.lookup(query, flt, [hit.id for hit in hits])
+    assert looked_up.bm25 is not None
+    assert set(looked_up.bm25) == set(looked_up.coverage) == {hit.id for hit in hits}
+    for hit in hits:  # document frequencies over the whole table, as FTS5 counts them
+        assert looked_up.bm25[hit.id] == pytest.approx(hit.score, rel=1e-9)
 
 
 async def test_sqlite_term_counts_are_cached_for_their_ttl(

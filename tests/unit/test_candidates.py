@@ -9,11 +9,12 @@ from datetime import timedelta
 
 import pytest
 
-from agentcore.domain.models import Memory, ScopeIds
+from agentcore.domain.models import ScopeIds
 from agentcore.domain.records import NewMemory
 from agentcore.services.candidates import (
     CandidateGenerator,
     Fusion,
+    Lookup,
     floor_of,
     fuse,
     with_episodes,
@@ -45,14 +46,12 @@ class WordOverlapIndex:
         hits.sort(key=lambda h: -h.score)
         return hits[:limit]
 
-    async def lookup(
-        self, query: str, flt: VectorFilter, memory_ids: Sequence[str]
-    ) -> tuple[list[Memory], dict[str, float]]:
+    async def lookup(self, query: str, flt: VectorFilter, memory_ids: Sequence[str]) -> Lookup:
         words = set(_WORD.findall(query.lower()))
         async with self._store(read_only=True) as uow:
             memories = await uow.memories.get_many(memory_ids)
         shares = {m.id: len(words & set(_WORD.findall(m.content.lower()))) for m in memories}
-        return memories, {i: n / len(words) for i, n in shares.items() if n}
+        return Lookup(memories, {i: n / len(words) for i, n in shares.items() if n})
 
 
 def _all(flt: VectorFilter) -> ListQuery:

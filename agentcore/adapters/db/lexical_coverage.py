@@ -19,6 +19,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import String, bindparam, text
@@ -26,10 +27,21 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from agentcore.adapters.db.lexical import FTS_DOCS, FTS_TABLE, FTS_TERMS, FTS_TOKENIZER, PG_CONFIG
+from agentcore.adapters.db.lexical import (
+    BODY,
+    FTS_DOCS,
+    FTS_TABLE,
+    FTS_TERMS,
+    FTS_TOKENIZER,
+    META,
+    NEIGHBOUR,
+    PG_CONFIG,
+)
 
 _WORD = re.compile(r"[^\W_]+")
-_COLUMNS = "body ctx_before ctx_after meta"  # the columns searched (not the scope token)
+SEARCHED = "body ctx_before ctx_after meta"  # the columns searched (not the scope token)
+_WEIGHTS = (BODY, NEIGHBOUR, NEIGHBOUR, META)  # their BM25 weights, in that order
+_K1, _B = 1.2, 0.75  # FTS5's bm25() constants
 _STEM_CACHE = 100_000
 _COUNT_CACHE = 100_000
 
@@ -70,19 +82,27 @@ class FtsStems:
 
 
 class ScopeFrequencies:
-    """How many documents of a set of scopes hold a term (FTS5 counts), and how many documents
-    the scopes hold, cached for ``ttl`` seconds: they change slowly and only weigh coverage."""
+    """How many documents of a set of scopes hold a term (FTS5 counts), how many documents the
+    scopes hold, and the table's tokens per document, cached for ``ttl`` seconds: they change
+    slowly and only weigh terms and lengths."""
 
     def __init__(self, ttl: float = 300.0, clock: Callable[[], float] = time.monotonic) -> None:
         self._ttl = ttl
         self._clock = clock
         self._cache: dict[tuple[str, str], tuple[float, int]] = {}
+        # (valid until, documents in the table, tokens per document)
+        self._table: tuple[float, int, float] = (0.0, 0, 1.0)
 
-    def counts(self, conn: Connection, scopes: str, terms: Sequence[str]) -> tuple[int, list[int]]:
+    def counts(
+        self, conn: Connection, scopes: str | None, terms: Sequence[str]
+    ) -> tuple[int, list[int]]:
         """(documents in ``scopes``, documents holding each of ``terms``); ``scopes`` is an
-        FTS5 expression on the scope column."""
+        FTS5 expression on the scope column, or None for the whole table."""
         now = self._clock()
-        keys = [(scopes, ""), *((scopes, term) for term in terms)]  # "": every document
+        scope = scopes or ""
+        keys = [(scope, ""), *((scope, term) for term in terms)]  # term "": every document
+        if scopes is None:
+            self._cache[keys[0]] = (now + self._ttl, self.table(conn)[0])
         missing = [key for key in keys if self._cache.get(key, (now, 0))[0] <= now]
         if missing:
             if len(self._cache) + len(missing) > _COUNT_CACHE:
@@ -97,43 +117,109 @@ class ScopeFrequencies:
                 self._cache[key] = (now + self._ttl, int(count))
         return self._cache[keys[0]][1], [self._cache[key][1] for key in keys[1:]]
 
+    def table(self, conn: Connection) -> tuple[int, float]:
+        """(documents in the table, tokens per document over all columns), as FTS5's bm25()
+        uses them: from its averages record (the rows, then each column's tokens)."""
+        now = self._clock()
+        if self._table[0] <= now:
+            block = conn.execute(text(f"SELECT block FROM {FTS_TABLE}_data WHERE id = 1")).scalar()
+            values = varints(block or b"")
+            rows, tokens = (values[0], sum(values[1:])) if values else (0, 0)
+            self._table = (now + self._ttl, rows, max(tokens / rows, 1.0) if rows else 1.0)
+        return self._table[1], self._table[2]
+
+
+def scopes_match(scope_tokens: Iterable[str]) -> str:
+    """The FTS5 expression of the documents of any of the scopes of ``scope_tokens``."""
+    return "scope : (" + " OR ".join(f'"{token}"' for token in scope_tokens) + ")"
+
 
 def _counted(scopes: str, term: str) -> str:
-    return scopes if not term else f'{scopes} AND {{{_COLUMNS}}} : "{term}"'
+    words = f'{{{SEARCHED}}} : "{term}"'
+    return scopes if not term else f"{scopes} AND {words}" if scopes else words
 
 
-def sqlite_coverage(
+@dataclass(frozen=True, slots=True)
+class Matches:
+    """Per memory holding a query term: its coverage in (0, 1] and its BM25 (> 0)."""
+
+    coverage: dict[str, float]
+    bm25: dict[str, float]
+
+
+def sqlite_matches(
     conn: Connection,
     stems: FtsStems,
     frequencies: ScopeFrequencies,
     terms: Sequence[str],
     scope_tokens: Sequence[str],
     memory_ids: Sequence[str],
-) -> dict[str, float]:
-    """Coverage in (0, 1] of each memory that holds at least one of ``terms``."""
+) -> Matches:
+    """Coverage and BM25 of each memory whose document holds at least one of ``terms``.
+
+    BM25 is FTS5's bm25() for the whole query, term for term: k1 1.2, b 0.75, frequencies
+    weighted by column, a document's length in tokens over all columns against the table's
+    average, and document frequencies over the whole table. (Frequencies over the caller's
+    scopes, as coverage uses, lost 0.007 of LoCoMo recall@10.)
+    """
     by_stem = dict(zip(stems(terms), terms, strict=True))  # one term per stem, the first
-    scopes = "scope : (" + " OR ".join(f'"{token}"' for token in scope_tokens) + ")"
+    scopes = scopes_match(scope_tokens)
     total, holding = frequencies.counts(conn, scopes, list(by_stem.values()))
+    if not by_stem:
+        return Matches({}, {})
     weights = {stem: idf(total, n) for stem, n in zip(by_stem, holding, strict=True)}
-    if not weights:
-        return {}
+    rows, in_table = frequencies.counts(conn, None, list(by_stem.values()))
+    bm25_idf = {
+        stem: max(math.log((rows - n + 0.5) / (n + 0.5)), 1e-6)
+        for stem, n in zip(by_stem, in_table, strict=True)
+    }
+    average = frequencies.table(conn)[1]
     # The documents are read by rowid (no MATCH: that would visit every matching document of
     # the scopes) and their words stemmed here, by the index's tokenizer (``stems``).
     stmt = text(
-        f"SELECT d.memory_id, {_COLUMNS.replace(' ', ', ')} FROM {FTS_DOCS} AS d "
-        f"JOIN {FTS_TABLE} ON {FTS_TABLE}.rowid = d.doc_id WHERE d.memory_id IN :ids"
+        f"SELECT d.memory_id, s.sz, {SEARCHED.replace(' ', ', ')} FROM {FTS_DOCS} AS d "
+        f"JOIN {FTS_TABLE} ON {FTS_TABLE}.rowid = d.doc_id "
+        f"JOIN {FTS_TABLE}_docsize AS s ON s.id = d.doc_id WHERE d.memory_id IN :ids"
     ).bindparams(bindparam("ids", expanding=True, type_=String()))
     whole = sum(weights.values())
     starts = _stem_starts(weights)
-    coverage = {}
-    for memory_id, *fields in conn.execute(stmt, {"ids": list(memory_ids)}):
-        document = " ".join(field for field in fields if field).lower()
-        # ASCII text: only the words that begin like a query stem can stem to one.
-        words = set((starts if document.isascii() else _WORD).findall(document))
-        held = weights.keys() & set(stems(words))
-        if held:
-            coverage[str(memory_id)] = sum(weights[stem] for stem in held) / whole
-    return coverage
+    matches = Matches({}, {})
+    for memory_id, sizes, *fields in conn.execute(stmt, {"ids": list(memory_ids)}):
+        frequency: dict[str, float] = {}
+        for weight, field in zip(_WEIGHTS, fields, strict=True):
+            if not field:
+                continue
+            field = field.lower()
+            # ASCII text: only the words that begin like a query stem can stem to one.
+            words = (starts if field.isascii() else _WORD).findall(field)
+            for stem in stems(words):
+                if stem in weights:
+                    frequency[stem] = frequency.get(stem, 0.0) + weight
+        if not frequency:
+            continue
+        key = str(memory_id)
+        matches.coverage[key] = sum(weights[stem] for stem in frequency) / whole
+        norm = _K1 * (1 - _B + _B * sum(varints(sizes)) / average)
+        matches.bm25[key] = sum(
+            bm25_idf[stem] * tf * (_K1 + 1) / (tf + norm) for stem, tf in frequency.items()
+        )
+    return matches
+
+
+def varints(data: bytes) -> list[int]:
+    """SQLite's variable-length integers (FTS5's sizes and averages records), in order."""
+    values, value, count = [], 0, 0
+    for byte in data:
+        if count == 8:  # the ninth byte holds 8 bits
+            values.append((value << 8) | byte)
+            value, count = 0, 0
+            continue
+        value = (value << 7) | (byte & 0x7F)
+        count += 1
+        if not byte & 0x80:
+            values.append(value)
+            value, count = 0, 0
+    return values
 
 
 def _stem_starts(stems: Iterable[str]) -> re.Pattern[str]:

@@ -48,18 +48,25 @@ from agentcore.adapters.db.lexical import (
     scope_token,
 )
 from agentcore.adapters.db.lexical_coverage import (
+    SEARCHED,
     FtsStems,
     ScopeFrequencies,
     pg_coverage,
-    sqlite_coverage,
+    scopes_match,
+    sqlite_matches,
 )
 from agentcore.adapters.db.repositories import memory_from_row, select_by_ids
 from agentcore.adapters.db.tables import MemoryRow
 from agentcore.adapters.db.types import UTCDateTime
-from agentcore.domain.models import Memory
+from agentcore.services.candidates import Lookup
 from agentcore.services.ports import VectorFilter, VectorHit
 
 _MEMORIES = cast(Table, MemoryRow.__table__)
+# SQLite: query terms held by more than this share of the scopes' documents, and by more than
+# FINDING_FLOOR of them, do not find candidates (they still score them). Below the floor, FTS5
+# ranks all matches in a few milliseconds.
+FINDING_SHARE = 0.1
+FINDING_FLOOR = 500
 _PG_PREFETCH = 4  # Postgres: candidates scored per result wanted, before the row filters
 
 
@@ -87,21 +94,27 @@ class SqlLexicalIndex:
                 rows = (await conn.execute(stmt, params)).all()
         else:
             stmt = self._fts_statement(flt)
-            params["match"] = _fts_match(terms, flt)
-            rows = await self._reader.run(lambda conn: conn.execute(stmt, params).all())
+            scopes = scopes_match(scope_token(key) for key in dict.fromkeys(flt.scope_keys))
+
+            def read(conn: Connection) -> list[Any]:
+                total, holding = self._frequencies.counts(conn, scopes, terms)
+                finding = _finding_terms(terms, holding, total)
+                params["match"] = f"{scopes} AND {{{SEARCHED}}} : ({_any_of(finding)})"
+                return list(conn.execute(stmt, params).all())
+
+            rows = await self._reader.run(read)
         return [VectorHit(str(row[0]), float(row[1])) for row in rows if row[1] > 0]
 
-    async def lookup(
-        self, query: str, flt: VectorFilter, memory_ids: Sequence[str]
-    ) -> tuple[list[Memory], dict[str, float]]:
+    async def lookup(self, query: str, flt: VectorFilter, memory_ids: Sequence[str]) -> Lookup:
         """The stored memories among ``memory_ids`` and the idf-weighted share of the query's
         terms (distinct stems) each one's document holds, in (0, 1], frequencies over
-        ``flt``'s scopes; memories holding none are left out of the coverage."""
+        ``flt``'s scopes; memories holding none are left out. SQLite also gives each one's
+        BM25 (``lexical_coverage.sqlite_matches``); PostgreSQL does not."""
         terms = query_terms(query)
         keys = list(dict.fromkeys(flt.scope_keys))
         covered = bool(terms and keys)
         if not memory_ids:
-            return [], {}
+            return Lookup([], {}, None if self._reader is None else {})
         if self._reader is None:
             async with self._engine.connect() as conn:
                 memories = [
@@ -110,21 +123,20 @@ class SqlLexicalIndex:
                     for row in (await conn.execute(stmt)).mappings()
                 ]
                 coverage = await pg_coverage(conn, terms, keys, memory_ids) if covered else {}
-            return memories, coverage
+            return Lookup(memories, coverage)
         tokens = [scope_token(key) for key in keys]
 
-        def read(conn: Connection) -> tuple[list[Memory], dict[str, float]]:
+        def read(conn: Connection) -> Lookup:
             memories = [
                 memory_from_row(row)
                 for stmt in select_by_ids(memory_ids)
                 for row in conn.execute(stmt).mappings()
             ]
             if not covered:
-                return memories, {}
+                return Lookup(memories, {}, {})
             ids = [memory.id for memory in memories]
-            return memories, sqlite_coverage(
-                conn, self._stems, self._frequencies, terms, tokens, ids
-            )
+            matches = sqlite_matches(conn, self._stems, self._frequencies, terms, tokens, ids)
+            return Lookup(memories, matches.coverage, matches.bm25)
 
         return await self._reader.run(read)
 
@@ -235,11 +247,20 @@ def _shape(flt: VectorFilter) -> tuple[bool, bool] | None:
     return bool(flt.layers), flt.alive_at is not None
 
 
-def _fts_match(terms: list[str], flt: VectorFilter) -> str:
-    """The FTS5 MATCH expression: one of the caller's scopes, and any of the terms."""
-    scopes = " OR ".join(f'"{scope_token(key)}"' for key in dict.fromkeys(flt.scope_keys))
-    words = " OR ".join(f'"{term}"' for term in terms)
-    return f"scope : ({scopes}) AND {{body ctx_before ctx_after meta}} : ({words})"
+def _any_of(terms: Sequence[str]) -> str:
+    return " OR ".join(f'"{term}"' for term in terms)
+
+
+def _finding_terms(terms: Sequence[str], holding: Sequence[int], total: int) -> list[str]:
+    """The terms that find the candidates (MaxScore's "essential" terms): those held by at
+    most ``FINDING_SHARE`` of the scopes' documents or ``FINDING_FLOOR`` documents, or the
+    rarest term if none is. FTS5 ranks
+    every document it matches, and the frequent terms bring most of them; a document holding
+    only frequent terms can rarely beat the best ones, and ``lookup`` scores each candidate
+    with every term."""
+    most = max(FINDING_SHARE * total, FINDING_FLOOR)
+    finding = [term for term, n in zip(terms, holding, strict=True) if n <= most]
+    return finding or [min(zip(holding, terms, strict=True))[1]]
 
 
 # BM25F over the caller's scopes, from the postings of the query's lexemes (tf: the weighted
