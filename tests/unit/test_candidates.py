@@ -17,6 +17,7 @@ from agentcore.services.candidates import (
     Lookup,
     floor_of,
     fuse,
+    lexical_scores,
     with_episodes,
 )
 from agentcore.services.ports import ListQuery, VectorFilter, VectorHit, Vectors
@@ -90,6 +91,18 @@ def test_the_floor_is_the_last_score_of_a_full_list_only() -> None:
     assert floor_of(hits, 2) == 0.6
     assert floor_of(hits, 3) == 0.0
     assert floor_of([], 1) == 0.0
+
+
+def test_lexical_scores_are_the_hits_or_every_candidates_own_bm25() -> None:
+    hits = [VectorHit("a", 9.0), VectorHit("b", 4.0)]
+    assert lexical_scores(hits, None, 2) == ({"a": 9.0, "b": 4.0}, 4.0)  # floor: full list
+    assert lexical_scores(hits, None, 3) == ({"a": 9.0, "b": 4.0}, 0.0)
+    # Found by rarer terms: the whole query's BM25 rescores the hits ("b" falls to 2), and a
+    # dense candidate above the least of them ("c") is scored as a full search would have.
+    bm25 = {"a": 9.5, "b": 2.0, "c": 3.0, "d": 1.0}
+    assert lexical_scores(hits, bm25, 2) == ({"a": 9.5, "b": 2.0, "c": 3.0}, 2.0)
+    assert lexical_scores(hits, bm25, 3) == (bm25, 0.0)  # not full: nothing is missing
+    assert lexical_scores([], {}, 2) == ({}, 0.0)
 
 
 def test_episodes_lift_members_of_strong_episodes() -> None:

@@ -1,11 +1,13 @@
-"""The shortcut of SQLite coverage: an ASCII word stems (FTS5's Porter) to a query stem only if
-it begins as ``_stem_starts`` expects, so the words that don't need not be stemmed."""
+"""Pure parts of SQLite lexical scoring: the shortcut of coverage and BM25 (an ASCII word stems,
+by FTS5's Porter, to a query stem only if it begins as ``_stem_starts`` expects, so the words
+that don't need not be stemmed), FTS5's varints, and the terms that find candidates."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from agentcore.adapters.db.lexical_coverage import _WORD, FtsStems, _stem_starts
+from agentcore.adapters.db.lexical_coverage import _WORD, FtsStems, _stem_starts, varints
+from agentcore.adapters.db.lexical_search import FINDING_FLOOR, FINDING_SHARE, _finding_terms
 
 ROOT = Path(__file__).resolve().parents[2]
 # Endings Porter rewrites, and short words whose kept part changes ("say" -> "sai").
@@ -91,3 +93,21 @@ def test_only_whole_words_beginning_like_a_stem_are_found() -> None:
     pattern = _stem_starts(["sai", "paint", "cello"])
     text = "she says: repainted paintings, a cello_case and saints (paint2)"
     assert pattern.findall(text) == ["says", "paintings", "cello", "saints", "paint2"]
+
+
+def test_varints_read_sqlite_variable_length_integers() -> None:
+    assert varints(bytes([0x05, 0x81, 0x00, 0xFF, 0x7F])) == [5, 128, 16_383]
+    nine = bytes([0xFF] * 8 + [0xAB])  # the ninth byte carries a whole 8 bits
+    assert varints(nine + b"\x01") == [(2**56 - 1) << 8 | 0xAB, 1]
+    assert varints(b"") == []
+
+
+def test_only_rarer_terms_find_candidates_in_a_large_scope() -> None:
+    total = 20_000
+    many = int(FINDING_SHARE * total) + 1  # above the share, and above the floor
+    assert many > FINDING_FLOOR
+    terms = ["caroline", "adoption", "meeting"]
+    assert _finding_terms(terms, [many, 12, 300], total) == ["adoption", "meeting"]
+    assert _finding_terms(terms, [many, many + 5, many], total) == ["caroline"]  # the rarest
+    # A small scope: every term finds (FTS5 ranks a few hundred matches quickly).
+    assert _finding_terms(terms, [400, 12, 300], 600) == terms
