@@ -9,10 +9,12 @@ memory gets
 
 (normalized score blending: reciprocal rank fusion throws the score gaps away and, with a weak
 dense side, lets its poor ranks in). A lexical candidate the dense side did not return is
-scored by its own cosine (one more vector search, restricted to those ids). A lexical index
-that scores any memory (``Lookup.bm25``: SQLite) gives every candidate its own BM25; otherwise
-a dense candidate missing from a full lexical list is given that list's last score, the most it
-can have, and from a list that was not full, zero. ``coverage`` is the share of the query's
+scored by its own cosine (one more vector search, restricted to those ids). A dense candidate
+missing from a full lexical list is given that list's last score, the most it can have, and
+from a list that was not full, zero. A lexical index that scores any memory (``Lookup.bm25``:
+SQLite, whose search finds candidates by the rarer query terms only) rescores its hits by the
+whole query, and a dense candidate gets its own BM25 where that is above the floor
+(``lexical_scores``). ``coverage`` is the share of the query's
 distinct terms the memory's lexical document holds, each term weighted by its idf (Lucene's
 ``coord``): BM25 alone lets one frequent word outscore a memory that holds most of the
 question. With one side empty (no lexical index, no word in common, no vector yet) the other

@@ -135,8 +135,11 @@ def scopes_match(scope_tokens: Iterable[str]) -> str:
 
 
 def _counted(scopes: str, term: str) -> str:
+    """The FTS5 expression counted for (``scopes``, ``term``); either may be "" (all)."""
+    if not term:
+        return scopes
     words = f'{{{SEARCHED}}} : "{term}"'
-    return scopes if not term else f"{scopes} AND {words}" if scopes else words
+    return f"{scopes} AND {words}" if scopes else words
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,10 +166,9 @@ def sqlite_matches(
     scopes, as coverage uses, lost 0.007 of LoCoMo recall@10.)
     """
     by_stem = dict(zip(stems(terms), terms, strict=True))  # one term per stem, the first
-    scopes = scopes_match(scope_tokens)
-    total, holding = frequencies.counts(conn, scopes, list(by_stem.values()))
     if not by_stem:
         return Matches({}, {})
+    total, holding = frequencies.counts(conn, scopes_match(scope_tokens), list(by_stem.values()))
     weights = {stem: idf(total, n) for stem, n in zip(by_stem, holding, strict=True)}
     rows, in_table = frequencies.counts(conn, None, list(by_stem.values()))
     bm25_idf = {
