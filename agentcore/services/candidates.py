@@ -14,11 +14,10 @@ missing from a full lexical list is given that list's last score, the most it ca
 from a list that was not full, zero. A lexical index that scores any memory (``Lookup.bm25``:
 SQLite, whose search finds candidates by the rarer query terms only) rescores its hits by the
 whole query, and a dense candidate gets its own BM25 where that is above the floor
-(``lexical_scores``). ``coverage`` is the share of the query's
-distinct terms the memory's lexical document holds, each term weighted by its idf (Lucene's
-``coord``): BM25 alone lets one frequent word outscore a memory that holds most of the
-question. With one side empty (no lexical index, no word in common, no vector yet) the other
-side alone decides.
+(``lexical_scores``). ``coverage`` is the share of the query's distinct terms the memory's
+lexical document holds, each term weighted by its idf (Lucene's ``coord``): BM25 alone lets
+one frequent word outscore a memory that holds most of the question. With one side empty (no
+lexical index, no word in common, no vector yet) the other side alone decides.
 
 Evidence clusters in episodes: a memory whose session holds other strong candidates is more
 likely what was asked about. The relevance is finally blended with its episode's strength
@@ -34,19 +33,15 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Protocol
 
-import numpy as np
-import numpy.typing as npt
-
 from agentcore.domain.models import Memory
 from agentcore.services.ports import (
     Embedder,
     UnitOfWorkFactory,
     VectorFilter,
     VectorHit,
+    Vectors,
     VectorStore,
 )
-
-Vector = npt.NDArray[np.float32]
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,7 +239,7 @@ class CandidateGenerator:
 
     async def _dense(
         self, query: str, flt: VectorFilter, pool: int, *, exact: bool
-    ) -> tuple[Vector, list[VectorHit]]:
+    ) -> tuple[Vectors, list[VectorHit]]:
         """The query's vector and its nearest memories. ``exact`` embeds the query as a stored
         text is embedded (a near-duplicate check compares cosines to a fixed bar); otherwise
         with the embedder's faster query path."""
@@ -256,7 +251,7 @@ class CandidateGenerator:
 
     async def _cosines(
         self,
-        vector: Vector,
+        vector: Vectors,
         flt: VectorFilter,
         dense: Sequence[VectorHit],
         lexical: Sequence[VectorHit],

@@ -75,15 +75,17 @@ class SqlLexicalIndex:
 
     def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine.execution_options(**{READ_ONLY: True})
-        self._pg = engine.dialect.name == "postgresql"
         self._fts_statements: dict[tuple[bool, bool], Any] = {}
         self._stems = FtsStems()
         self._frequencies = ScopeFrequencies()
         # SQLite: the search's statements run whole on worker threads (ThreadedReader).
-        self._reader = None if self._pg else ThreadedReader(engine.url)
+        pg = engine.dialect.name == "postgresql"
+        self._reader = None if pg else ThreadedReader(engine.url)
 
     async def search(self, query: str, flt: VectorFilter, limit: int) -> list[VectorHit]:
-        """The best ``limit`` memories matching ``flt`` by BM25 (> 0), best first."""
+        """The best ``limit`` memories matching ``flt`` by BM25 (> 0), best first. SQLite finds
+        them by the query's rarer terms only (``_finding_terms``); ``lookup`` scores them by
+        every term."""
         terms = query_terms(query)
         if not terms or not flt.scope_keys or limit <= 0:
             return []

@@ -121,7 +121,7 @@ class LocalMiniLMEmbedder:
             width = len(encodings[order[start]].ids)
             size = min(self._batch_size, max(1, _TOKENS_PER_RUN // width))
             rows = order[start : start + size]
-            vectors[rows] = self._infer([encodings[i] for i in rows])
+            vectors[rows] = self._infer([encodings[i] for i in rows], self._session)
             start += size
         return vectors
 
@@ -131,7 +131,7 @@ class LocalMiniLMEmbedder:
         ]
         return vector
 
-    def _infer(self, encodings: list[Encoding], session: Any = None) -> Vectors:
+    def _infer(self, encodings: list[Encoding], session: Any) -> Vectors:
         width = max(len(encoding.ids) for encoding in encodings)
         input_ids = np.zeros((len(encodings), width), dtype=np.int64)
         mask = np.zeros((len(encodings), width), dtype=np.int64)
@@ -140,7 +140,7 @@ class LocalMiniLMEmbedder:
             mask[row, : len(encoding.ids)] = 1
         feed = dict(zip(INPUT_NAMES, (input_ids, mask, np.zeros_like(input_ids)), strict=True))
         try:
-            vectors = (session or self._session).run([OUTPUT_NAME], feed)[0]
+            vectors = session.run([OUTPUT_NAME], feed)[0]
         # onnxruntime's own errors derive from Exception directly, with no common base.
         except Exception as exc:
             raise EmbeddingFailed("the local embedding model failed to run") from exc
