@@ -8,7 +8,8 @@ frequency, criticality) and with every factor at work (a task with recorded erro
 error-correction factor reads them, and a current stage, so stage relevance looks up the stage
 of each candidate). Texts are the turns of the
 LoCoMo conversations (read from ../shared/data/locomo, cycled to reach N), queries are its
-questions; without the data set it falls back to generated sentences.
+questions; without the data set it falls back to generated sentences. Each kind of call also
+reports the server's mean CPU time per call (all its threads, from /proc; Linux only).
 
     .venv/bin/python benchmarks/service_latency.py [--memories 10000] [--calls 300]
 """
@@ -65,15 +66,36 @@ def corpus() -> tuple[list[str], list[str]]:
     return turns, [" ".join(rng.choices(words, k=6)) + "?" for _ in range(500)]
 
 
-def percentiles(samples: list[float]) -> dict[str, float]:
+def percentiles(samples: list[float], cpu: list[float]) -> dict[str, float | None]:
+    """Latency percentiles, and the server's mean CPU time per call (None off Linux)."""
     ordered = sorted(samples)
-    pick = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))]  # noqa: E731
+
+    def pick(q: float) -> float:
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
     return {
         "p50_ms": round(statistics.median(ordered), 2),
         "p95_ms": round(pick(0.95), 2),
         "p99_ms": round(pick(0.99), 2),
         "mean_ms": round(statistics.fmean(ordered), 2),
+        "server_cpu_ms_per_call": round(statistics.fmean(cpu), 2) if cpu else None,
     }
+
+
+class ServerCpu:
+    """The CPU time (user + system, all threads) the server process has used, from /proc:
+    on two cores a call's CPU time, not its latency, is what no overlap of threads can hide."""
+
+    def __init__(self, pid: int) -> None:
+        self._stat = Path(f"/proc/{pid}/stat")
+        self._tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+    def ms(self) -> float | None:
+        try:
+            fields = self._stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        return (int(fields[11]) + int(fields[12])) * 1000 / self._tick
 
 
 def main() -> None:
@@ -95,7 +117,8 @@ def main() -> None:
             [sys.executable, "-m", "agentcore.cli", "serve", "--port", str(port)], env=env
         )
         try:
-            report = run(f"http://127.0.0.1:{port}", texts, questions, args.calls)
+            cpu = ServerCpu(server.pid)
+            report = run(f"http://127.0.0.1:{port}", texts, questions, args.calls, cpu)
         finally:
             server.terminate()
             server.wait(timeout=60)
@@ -105,7 +128,9 @@ def main() -> None:
     print(json.dumps(report, indent=2))
 
 
-def run(base: str, texts: list[str], questions: list[str], calls: int) -> dict[str, object]:
+def run(
+    base: str, texts: list[str], questions: list[str], calls: int, cpu: ServerCpu
+) -> dict[str, object]:
     http = httpx.Client(timeout=120)
     deadline = time.monotonic() + 60
     while True:
@@ -147,29 +172,34 @@ def run(base: str, texts: list[str], questions: list[str], calls: int) -> dict[s
         )
 
     rng = random.Random(11)
-    adds, searches = [], []
+    kinds = ("add", "search", "full")
+    latency: dict[str, list[float]] = {kind: [] for kind in kinds}
+    used: dict[str, list[float]] = {kind: [] for kind in kinds}
+
+    def timed(kind: str, method: str, **params: object) -> None:
+        """One call, its latency and the server CPU time it took noted under ``kind``."""
+        before, started = cpu.ms(), time.perf_counter()
+        rpc(method, **params)
+        latency[kind].append((time.perf_counter() - started) * 1000)
+        after = cpu.ms()
+        if before is not None and after is not None:
+            used[kind].append(after - before)
+
     for i in range(calls):
-        t0 = time.perf_counter()
-        rpc("memory.add", content=f"{rng.choice(texts)} (extra {i})", **scope)
-        adds.append((time.perf_counter() - t0) * 1000)
-    full: list[float] = []
+        timed("add", "memory.add", content=f"{rng.choice(texts)} (extra {i})", **scope)
     for _ in range(calls):
         query = rng.choice(questions)
-        t0 = time.perf_counter()
-        rpc("memory.search", query=query, limit=10, **scope)
-        searches.append((time.perf_counter() - t0) * 1000)
-        t0 = time.perf_counter()
-        rpc("memory.search", query=query, limit=10, current_stage="execution", **task)
-        full.append((time.perf_counter() - t0) * 1000)
+        timed("search", "memory.search", query=query, limit=10, **scope)
+        timed("full", "memory.search", query=query, limit=10, current_stage="execution", **task)
     return {
         "memories_in_scope": len(texts) + calls,
         "bulk_load": {
             "seconds": round(load_seconds, 1),
             "memories_per_second": round(len(texts) / load_seconds),
         },
-        "memory.add": percentiles(adds),
-        "memory.search": percentiles(searches),
-        "memory.search, all factors": percentiles(full),
+        "memory.add": percentiles(latency["add"], used["add"]),
+        "memory.search": percentiles(latency["search"], used["search"]),
+        "memory.search, all factors": percentiles(latency["full"], used["full"]),
         "calls_each": calls,
     }
 
