@@ -84,7 +84,9 @@ def percentiles(samples: list[float], cpu: list[float]) -> dict[str, float | Non
 
 class ServerCpu:
     """The CPU time (user + system, all threads) the server process has used, from /proc:
-    on two cores a call's CPU time, not its latency, is what no overlap of threads can hide."""
+    on two cores a call's CPU time, not its latency, is what no overlap of threads can hide.
+    It counts in clock ticks (10 ms), and background work lands on the call it overlaps, so
+    only a mean over many calls means anything."""
 
     def __init__(self, pid: int) -> None:
         self._stat = Path(f"/proc/{pid}/stat")
