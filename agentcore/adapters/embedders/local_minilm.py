@@ -126,9 +126,8 @@ class LocalMiniLMEmbedder:
         return vectors
 
     def _embed_query_now(self, text: str) -> Vectors:
-        vector: Vectors = self._infer([self._tokenizer.encode(text.strip())], self._query_session)[
-            0
-        ]
+        encoding = self._tokenizer.encode(text.strip())
+        vector: Vectors = self._infer([encoding], self._query_session)[0]
         return vector
 
     def _infer(self, encodings: list[Encoding], session: Any) -> Vectors:
@@ -179,7 +178,7 @@ def _read_weights(weights_file: bytes, path: Path) -> Weights:
     try:
         return read_safetensors(weights_file)
     except WeightsError as exc:
-        raise ConfigurationError(f"{path} does not hold all-MiniLM-L6-v2's weights: {exc}") from exc
+        raise _not_minilm(path, exc) from exc
 
 
 def _open_session(weights: Weights, path: Path, *, int8: bool) -> Any:
@@ -187,9 +186,13 @@ def _open_session(weights: Weights, path: Path, *, int8: bool) -> Any:
     try:
         return open_session(weights, threads=1, int8=int8)
     except WeightsError as exc:
-        raise ConfigurationError(f"{path} does not hold all-MiniLM-L6-v2's weights: {exc}") from exc
+        raise _not_minilm(path, exc) from exc
     except Exception as exc:  # onnxruntime's errors have no common base below Exception
         raise ConfigurationError(f"onnxruntime cannot open the graph built from {path}") from exc
+
+
+def _not_minilm(path: Path, exc: WeightsError) -> ConfigurationError:
+    return ConfigurationError(f"{path} does not hold all-MiniLM-L6-v2's weights: {exc}")
 
 
 def _open_tokenizer(path: Path) -> Tokenizer:
