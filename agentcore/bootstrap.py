@@ -173,7 +173,7 @@ async def _build(
 
     sync = VectorSync(uow_factory, vectors, embedder, clock)
     access = AccessRecorder(uow_factory)
-    lexical = SqlLexicalIndex(engine)
+    lexical = SqlLexicalIndex(engine, settings.lexical_memory_documents)
     closers.append(lexical.close)
     retrieval = EnhancedRetrieval(
         uow_factory,

@@ -63,6 +63,8 @@ class Settings(BaseSettings):
     memory_max_context_length: int = Field(10_000, ge=1, description="max content, characters")
     memory_max_query_length: int = Field(2_000, ge=1, description="max search query, characters")
     memory_max_batch_size: int = Field(100, ge=1, le=10_000)
+    # SQLite: lexical documents held in memory for search (larger scopes are searched by FTS5).
+    lexical_memory_documents: int = Field(200_000, ge=0)
 
     # Layers.
     working_memory_ttl: int = Field(3600, ge=1)

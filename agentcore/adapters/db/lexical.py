@@ -56,6 +56,8 @@ BODY, NEIGHBOUR, META = 1.0, 0.35, 0.5
 MAX_QUERY_TERMS = 32
 _NEIGHBOUR_CHARS = 2_000  # context taken from each neighbour
 _META_CHARS = 2_000
+CHANGES = "memory_lexical_changes"  # SQLite only: ids of changed documents, in commit order
+CHANGES_KEPT = 100_000  # the log keeps about this many of the latest changes
 
 _MEMORIES = cast(Table, MemoryRow.__table__)
 # Where each document sits (scope, session, layer, time): neighbours are found through these
@@ -73,7 +75,7 @@ _PLACES_PG = table(
     column("created_at", UTCDateTime()),
     *(column(name, Text()) for name in ("body", "ctx_before", "ctx_after", "meta")),
 )
-_TERM = re.compile(r"[^\W_]+")
+WORD = re.compile(r"[^\W_]+")  # a word, as FTS5's unicode61 tokenizer reads one
 # PostgreSQL's english stop words (the Snowball list), so both backends ignore the same words.
 _STOP_WORDS_TEXT = """i me my myself we our ours ourselves you your yours yourself yourselves
 he him his himself she her hers herself it its itself they them their theirs themselves
@@ -88,7 +90,7 @@ STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())
 
 def query_terms(query: str) -> list[str]:
     """The distinct words of ``query`` that are searched: lower case, stop words dropped."""
-    words = [w for w in _TERM.findall(query.lower()) if w not in STOP_WORDS]
+    words = [w for w in WORD.findall(query.lower()) if w not in STOP_WORDS]
     return list(dict.fromkeys(words))[:MAX_QUERY_TERMS]
 
 
@@ -129,6 +131,8 @@ class LexicalWriter:
             await self._set(prev[0], "ctx_after", neighbour_text(memory.content))
         if nxt is not None:
             await self._set(nxt[0], "ctx_before", neighbour_text(memory.content))
+        changed = [memory.id, *(found[0] for found in (prev, nxt) if found is not None)]
+        await self._log(dict.fromkeys(changed, memory.scope_key))
 
     async def remove(self, memory_ids: Sequence[str]) -> None:
         """Drop the documents of ``memory_ids`` and link their neighbours to each other.
@@ -138,10 +142,9 @@ class LexicalWriter:
         if not gone:
             return
         m = _MEMORIES.c
-        stmt = select(m.id, m.scope_key, m.layer, m.session_id, m.created_at).where(
-            m.id.in_(gone), m.session_id.is_not(None)
-        )
+        stmt = select(m.id, m.scope_key, m.layer, m.session_id, m.created_at).where(m.id.in_(gone))
         updates: dict[tuple[str, str], str] = {}
+        changed: dict[str, str] = {}  # memory id -> scope key
         for row in (await self._session.execute(stmt)).all():
             place = _Place(row[0], row[1], row[2], row[3], row[4])
             prev, nxt = await self._neighbours(place, gone)
@@ -149,9 +152,28 @@ class LexicalWriter:
                 updates[(prev[0], "ctx_after")] = _content(nxt)
             if nxt is not None:
                 updates[(nxt[0], "ctx_before")] = _content(prev)
+            for memory_id in (place.id, *(f[0] for f in (prev, nxt) if f is not None)):
+                changed[memory_id] = place.scope_key
         await self._delete(gone)
         for (memory_id, field), value in updates.items():
             await self._set(memory_id, field, value)
+        await self._log(changed)
+
+    async def _log(self, changed: Mapping[str, str]) -> None:
+        """SQLite: note the changed documents (memory id -> scope key) in ``CHANGES`` for the
+        in-memory index (``lexical_memory``), and now and then forget the oldest changes."""
+        if self._pg or not changed:
+            return
+        values = ", ".join(f"(:id{i}, :key{i})" for i in range(len(changed)))
+        params: dict[str, str] = {}
+        for i, (memory_id, key) in enumerate(changed.items()):
+            params |= {f"id{i}": memory_id, f"key{i}": key}
+        insert_changes = (
+            f"INSERT INTO {CHANGES} (memory_id, scope_key) VALUES {values} RETURNING seq"
+        )
+        last = max((await self._session.execute(text(insert_changes), params)).scalars())
+        if last // _PRUNE_EVERY != (last - len(changed)) // _PRUNE_EVERY:
+            await self._session.execute(_PRUNE_CHANGES, {"before": last - CHANGES_KEPT})
 
     async def _neighbours(
         self, place: _Place, exclude: Sequence[str]
@@ -239,6 +261,10 @@ _FTS_INSERT = text(
     "SELECT doc_id, :scope, :body, :ctx_before, :ctx_after, :meta "
     f"FROM {FTS_DOCS} WHERE memory_id = :id"
 )
+
+
+_PRUNE_CHANGES = text(f"DELETE FROM {CHANGES} WHERE seq <= :before")
+_PRUNE_EVERY = 1_000
 
 
 @dataclass(frozen=True, slots=True)

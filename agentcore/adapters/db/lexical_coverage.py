@@ -36,9 +36,9 @@ from agentcore.adapters.db.lexical import (
     META,
     NEIGHBOUR,
     PG_CONFIG,
+    WORD,
 )
 
-_WORD = re.compile(r"[^\W_]+")
 SEARCHED = "body ctx_before ctx_after meta"  # the columns searched (not the scope token)
 _WEIGHTS = (BODY, NEIGHBOUR, NEIGHBOUR, META)  # their BM25 weights, in that order
 _K1, _B = 1.2, 0.75  # FTS5's bm25() constants
@@ -193,7 +193,7 @@ def sqlite_matches(
                 continue
             field = field.lower()
             # ASCII text: only the words that begin like a query stem can stem to one.
-            words = (starts if field.isascii() else _WORD).findall(field)
+            words = (starts if field.isascii() else WORD).findall(field)
             for stem in stems(words):
                 if stem in weights:
                     frequency[stem] = frequency.get(stem, 0.0) + weight

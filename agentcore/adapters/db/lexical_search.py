@@ -55,6 +55,7 @@ from agentcore.adapters.db.lexical_coverage import (
     scopes_match,
     sqlite_matches,
 )
+from agentcore.adapters.db.lexical_memory import MemoryLexicon
 from agentcore.adapters.db.repositories import memory_from_row, select_by_ids
 from agentcore.adapters.db.tables import MemoryRow
 from agentcore.adapters.db.types import UTCDateTime
@@ -73,11 +74,12 @@ _PG_PREFETCH = 4  # Postgres: candidates scored per result wanted, before the ro
 class SqlLexicalIndex:
     """``LexicalIndex`` (agentcore.services.candidates) over the SQL database of ``engine``."""
 
-    def __init__(self, engine: AsyncEngine) -> None:
+    def __init__(self, engine: AsyncEngine, max_documents: int = 200_000) -> None:
         self._engine = engine.execution_options(**{READ_ONLY: True})
         self._fts_statements: dict[tuple[bool, bool], Any] = {}
         self._stems = FtsStems()
         self._frequencies = ScopeFrequencies()
+        self._lexicon = MemoryLexicon(self._stems, max_documents)
         # SQLite: the search's statements run whole on worker threads (ThreadedReader).
         pg = engine.dialect.name == "postgresql"
         self._reader = None if pg else ThreadedReader(engine.url)
@@ -97,8 +99,14 @@ class SqlLexicalIndex:
         else:
             stmt = self._fts_statement(flt)
             scopes = scopes_match(scope_token(key) for key in dict.fromkeys(flt.scope_keys))
+            held = flt.stage_id is None and not flt.tags_any and not flt.metadata
 
             def read(conn: Connection) -> list[Any]:
+                if held:  # filters the in-memory index can apply
+                    keys, layers, ids = flt.scope_keys, flt.layers, flt.ids
+                    best = self._lexicon.search(conn, keys, terms, limit, layers, flt.alive_at, ids)
+                    if best is not None:
+                        return best
                 total, holding = self._frequencies.counts(conn, scopes, terms)
                 finding = _finding_terms(terms, holding, total)
                 params["match"] = f"{scopes} AND {{{SEARCHED}}} : ({_any_of(finding)})"
@@ -137,7 +145,9 @@ class SqlLexicalIndex:
             if not covered:
                 return Lookup(memories, {}, {})
             ids = [memory.id for memory in memories]
-            matches = sqlite_matches(conn, self._stems, self._frequencies, terms, tokens, ids)
+            matches = self._lexicon.matches(conn, keys, terms, ids)
+            if matches is None:  # scopes too large to hold in memory
+                matches = sqlite_matches(conn, self._stems, self._frequencies, terms, tokens, ids)
             return Lookup(memories, matches.coverage, matches.bm25)
 
         return await self._reader.run(read)
