@@ -153,10 +153,11 @@ async def test_coverage_is_the_share_of_query_terms_a_document_holds(
 
 
 async def test_sqlite_lookup_gives_each_candidate_the_bm25_of_fts5(
-    uows: SqlUnitOfWorkFactory, index: SqlLexicalIndex, engine: AsyncEngine
+    uows: SqlUnitOfWorkFactory, engine: AsyncEngine
 ) -> None:
     if engine.dialect.name != "sqlite":
         pytest.skip("PostgreSQL's lookup gives coverage only")
+    index = SqlLexicalIndex(engine, max_documents=0)  # no scope held in memory: FTS5
     await add_all(
         uows,
         turns(
@@ -178,6 +179,7 @@ async def test_sqlite_lookup_gives_each_candidate_the_bm25_of_fts5(
     assert set(looked_up.bm25) == set(looked_up.coverage) == {hit.id for hit in hits}
     for hit in hits:  # document frequencies over the whole table, as FTS5 counts them
         assert looked_up.bm25[hit.id] == pytest.approx(hit.score, rel=1e-9)
+    await index.close()
 
 
 async def test_sqlite_term_counts_are_cached_for_their_ttl(

@@ -3,6 +3,7 @@ step with every committed write through the change log, whichever engine wrote i
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import AsyncIterator
 from dataclasses import replace
@@ -13,7 +14,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from agentcore.adapters.db import lexical
+from agentcore.adapters.db import lexical, lexical_memory
 from agentcore.adapters.db.engine import create_engine
 from agentcore.adapters.db.lexical import CHANGES
 from agentcore.adapters.db.lexical_memory import ScopeDocuments
@@ -146,3 +147,26 @@ def test_scope_documents_reuse_slots_and_keep_postings_in_step() -> None:
     scope.put("b", "episodic", math.inf, {"faro": 1.0}, 1)  # rewritten in place of the old one
     assert scope.holding("lisbon") == 0
     assert scope.total_length == 2.0
+
+
+async def test_a_larger_scope_loads_aside_while_fts5_answers(
+    engines: tuple[AsyncEngine, AsyncEngine], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(lexical_memory, "_LOAD_NOW", 0)
+    ours, theirs = engines
+    index = SqlLexicalIndex(ours)
+    lexicon = index._lexicon
+    assert lexicon is not None
+    writer = SqlUnitOfWorkFactory(theirs)
+    first, second = turns("The cello lessons start in June.", "A cello concert in July.")
+    await add_all(writer, [first, second])
+    assert set(await found(index, "cello")) == {first.id, second.id}  # by FTS5, loading
+    (third,) = turns("Violin, not cello.", scope=replace(first.scope, session_id="s3"))
+    await add_all(writer, [third])
+    for _ in range(200):
+        if lexicon.held("user:alice"):
+            break
+        await asyncio.sleep(0.01)
+    assert lexicon.held("user:alice")
+    assert set(await found(index, "cello")) == {first.id, second.id, third.id}
+    await index.close()

@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from agentcore.adapters.db.engine import create_engine
 from agentcore.adapters.db.migrate import upgrade
+from agentcore.adapters.db.repositories import sqlite_memories
 from agentcore.adapters.db.uow import SqlUnitOfWorkFactory, ping
 from agentcore.domain.errors import Conflict, MemoryNotFound
 from agentcore.domain.models import (
@@ -119,6 +120,19 @@ async def test_every_field_round_trips_with_utc_datetimes(uows: SqlUnitOfWorkFac
     assert stored.scope_key == "task:t1"
     assert_utc(stored.created_at, stored.updated_at, stored.last_accessed_at, stored.expires_at)
     assert stored.created_at.microsecond == 891011
+
+
+async def test_sqlite_cursor_reads_memories_as_sqlalchemy_does(
+    uows: SqlUnitOfWorkFactory, engine: AsyncEngine
+) -> None:
+    if engine.dialect.name != "sqlite":
+        pytest.skip("the search's SQLite reader")
+    full, plain = full_memory(), make_memory()
+    await add_all(uows, full, plain)
+    async with engine.connect() as conn:
+        read = await conn.run_sync(sqlite_memories, [plain.id, full.id, plain.id, new_id()])
+    assert sorted(read, key=lambda m: m.id) == sorted([full, plain], key=lambda m: m.id)
+    assert_utc(*(m.created_at for m in read), *(m.expires_at for m in read if m.id == full.id))
 
 
 async def test_defaults_round_trip(uows: SqlUnitOfWorkFactory) -> None:

@@ -88,7 +88,7 @@ class ThreadedReader:
             url.set(drivername="sqlite"),
             connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000, "check_same_thread": False},
             pool_size=threads,
-            max_overflow=0,
+            max_overflow=1,  # ``connect``'s long reads
         )
         self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="sql-read")
 
@@ -101,6 +101,10 @@ class ThreadedReader:
         """``work`` on a pooled connection, on a worker thread."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, self._call, work)
+
+    def connect(self) -> Connection:
+        """A read-only connection for a long read on a thread of the caller's own."""
+        return self._engine.connect()
 
     def _call(self, work: Callable[[Connection], T]) -> T:
         with self._engine.connect() as conn:

@@ -20,10 +20,13 @@ larger scope is searched by FTS5 (``lexical_search``).
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
+import time
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -51,6 +54,10 @@ _K1, _B = 1.2, 0.75
 _LAYERS = {layer.value: code for code, layer in enumerate(Layer)}
 _NEVER = math.inf
 _REFRESH_CHUNK = 500
+_LOAD_NOW = 2_000  # scopes up to this many documents load within the search (~0.2 s)
+_RECHECK_SECONDS = 60.0  # a scope too large to hold is counted again after this
+
+log = logging.getLogger(__name__)
 
 Floats = npt.NDArray[np.float64]
 _SELECT_DOCS = (
@@ -65,6 +72,8 @@ _SOME_DOCS = text(_SELECT_DOCS + "WHERE d.memory_id IN :ids").bindparams(
 )
 _CHANGED = text(f"SELECT seq, memory_id, scope_key FROM {CHANGES} WHERE seq > :after ORDER BY seq")
 _LAST_CHANGE = text(f"SELECT coalesce(max(seq), 0) FROM {CHANGES}")
+_OLDEST_CHANGE = text(f"SELECT min(seq) FROM {CHANGES}")
+_SCOPE_SIZE = text(f"SELECT count(*) FROM {FTS_DOCS} WHERE scope_key = :key")
 
 
 class ScopeDocuments:
@@ -195,10 +204,18 @@ class MemoryLexicon:
     """The scopes held in memory and the change log's position (see the module docstring).
     Safe to call from several threads: one at a time works on it."""
 
-    def __init__(self, stems: FtsStems, max_documents: int = 200_000) -> None:
+    def __init__(
+        self,
+        stems: FtsStems,
+        connect: Callable[[], AbstractContextManager[Connection]],
+        max_documents: int = 200_000,
+    ) -> None:
         self._stems = stems
+        self._connect = connect  # a read-only connection, for loading a scope aside
         self._max_documents = max_documents
         self._scopes: OrderedDict[str, ScopeDocuments] = OrderedDict()  # least recent first
+        self._loading: set[str] = set()
+        self._too_large: dict[str, float] = {}  # scope key -> when to count it again
         self._applied = -1  # the last change applied; -1: none read yet
         self._lock = threading.Lock()
 
@@ -214,7 +231,7 @@ class MemoryLexicon:
     ) -> list[tuple[str, float]] | None:
         """The best ``limit`` (memory id, BM25 > 0) of ``scope_keys`` for ``terms``, best
         first, restricted to ``layers``, to those alive at ``alive_at`` and to ``ids`` when
-        given; None when the scopes are too large to hold."""
+        given; None when a scope is loading or too large to hold (search FTS5 then)."""
         with self._lock:
             scopes = self._load(conn, scope_keys)
             if scopes is None:
@@ -234,7 +251,7 @@ class MemoryLexicon:
         memory_ids: Sequence[str],
     ) -> Matches | None:
         """Coverage and BM25 of each of ``memory_ids`` (in ``scope_keys``) that holds a term;
-        None when the scopes are too large to hold."""
+        None when a scope is loading or too large to hold."""
         with self._lock:
             scopes = self._load(conn, scope_keys)
             if scopes is None:
@@ -253,20 +270,61 @@ class MemoryLexicon:
                     break
             return found
 
+    def held(self, scope_key: str) -> bool:
+        """Whether the scope of ``scope_key`` is in memory."""
+        with self._lock:
+            return scope_key in self._scopes
+
     def _load(self, conn: Connection, scope_keys: Sequence[str]) -> list[ScopeDocuments] | None:
-        """The scopes of ``scope_keys``, brought up to date with the change log."""
+        """The scopes of ``scope_keys``, brought up to date with the change log; None while
+        one of them is loading or if one is too large."""
         self._catch_up(conn)
-        keys = list(dict.fromkeys(scope_keys))
         scopes = []
-        for key in keys:
-            scope = self._scopes.get(key)
+        for key in dict.fromkeys(scope_keys):
+            scope = self._scopes.get(key) or self._start_loading(conn, key)
             if scope is None:
-                scope = self._read_scope(conn, key)
-                if scope is None:
-                    return None
+                return None
             self._scopes.move_to_end(key)
             scopes.append(scope)
         return scopes
+
+    def _start_loading(self, conn: Connection, key: str) -> ScopeDocuments | None:
+        """Load a small scope now; start loading a larger one on a thread of its own (searches
+        go to FTS5 meanwhile); remember for a while that a scope is too large to hold."""
+        now = time.monotonic()
+        if key in self._loading or self._too_large.get(key, now) > now:
+            return None
+        size = int(conn.execute(_SCOPE_SIZE, {"key": key}).scalar_one())
+        if size > self._max_documents:
+            self._too_large[key] = now + _RECHECK_SECONDS
+            return None
+        if size <= _LOAD_NOW:
+            return self._hold(key, self._read_scope(conn, key))
+        self._loading.add(key)
+        threading.Thread(target=self._load_aside, args=(key,), daemon=True).start()
+        return None
+
+    def _load_aside(self, key: str) -> None:
+        """Read a scope without holding the lock, then apply the changes made meanwhile."""
+        try:
+            with self._connect() as conn:
+                after = int(conn.execute(_LAST_CHANGE).scalar_one())
+                scope = self._read_scope(conn, key)
+                with self._lock:
+                    self._catch_up(conn)
+                    oldest = conn.execute(_OLDEST_CHANGE).scalar_one()
+                    if oldest is not None and oldest > after + 1:
+                        return  # changes since the read are forgotten: load again later
+                    self._hold(key, scope)
+                    changed = conn.execute(_CHANGED, {"after": after}).all()
+                    ids = [str(row[1]) for row in changed if row[2] == key]
+                    for start in range(0, len(ids), _REFRESH_CHUNK):
+                        self._refresh(conn, dict.fromkeys(ids[start : start + _REFRESH_CHUNK], key))
+        except Exception:
+            log.exception("loading the lexical documents of a scope failed")
+        finally:
+            with self._lock:
+                self._loading.discard(key)
 
     def _catch_up(self, conn: Connection) -> None:
         if self._applied < 0:
@@ -291,14 +349,14 @@ class MemoryLexicon:
         for memory_id, key in changed.items():  # deleted
             self._scopes[key].drop(memory_id)
 
-    def _read_scope(self, conn: Connection, key: str) -> ScopeDocuments | None:
-        """Load the scope of ``key`` (after ``_catch_up``: later changes are read again), or
-        None if it does not fit; the least recently searched scopes make room."""
+    def _read_scope(self, conn: Connection, key: str) -> ScopeDocuments:
         scope = ScopeDocuments()
         for row in conn.execute(_SCOPE_DOCS, {"key": key}):
             self._put(scope, row)
-            if len(scope) > self._max_documents:
-                return None
+        return scope
+
+    def _hold(self, key: str, scope: ScopeDocuments) -> ScopeDocuments:
+        """Keep ``scope``; the least recently searched scopes make room."""
         held = sum(len(s) for s in self._scopes.values())
         while self._scopes and held + len(scope) > self._max_documents:
             held -= len(self._scopes.popitem(last=False)[1])

@@ -1,7 +1,9 @@
 """Searching the lexical index (``agentcore.adapters.db.lexical`` keeps its documents): BM25
 over the caller's scopes, and the query-term coverage of candidate documents.
 
-SQLite: FTS5 ranks with its own bm25() (document frequencies over the whole table); the
+SQLite: the scopes searched are held in memory and scored there (``lexical_memory``); a scope
+that is loading, or too large to hold, or a search filtered by stage, tags or metadata, goes to
+FTS5, which ranks with its own bm25() (document frequencies over the whole table). The FTS5
 statement of the usual filter shapes is built once and reused with new parameters, and each
 call's statements run whole on a worker thread (``ThreadedReader``). PostgreSQL: the query
 computes BM25 from the postings, with frequencies over the caller's scopes.
@@ -56,7 +58,7 @@ from agentcore.adapters.db.lexical_coverage import (
     sqlite_matches,
 )
 from agentcore.adapters.db.lexical_memory import MemoryLexicon
-from agentcore.adapters.db.repositories import memory_from_row, select_by_ids
+from agentcore.adapters.db.repositories import memory_from_row, select_by_ids, sqlite_memories
 from agentcore.adapters.db.tables import MemoryRow
 from agentcore.adapters.db.types import UTCDateTime
 from agentcore.services.candidates import Lookup
@@ -79,15 +81,19 @@ class SqlLexicalIndex:
         self._fts_statements: dict[tuple[bool, bool], Any] = {}
         self._stems = FtsStems()
         self._frequencies = ScopeFrequencies()
-        self._lexicon = MemoryLexicon(self._stems, max_documents)
-        # SQLite: the search's statements run whole on worker threads (ThreadedReader).
-        pg = engine.dialect.name == "postgresql"
-        self._reader = None if pg else ThreadedReader(engine.url)
+        # SQLite: the search's statements run whole on worker threads (ThreadedReader), and
+        # the scopes searched are held in memory (MemoryLexicon) when they fit.
+        self._reader: ThreadedReader | None = None
+        self._lexicon: MemoryLexicon | None = None
+        if engine.dialect.name != "postgresql":
+            self._reader = ThreadedReader(engine.url)
+            self._lexicon = MemoryLexicon(self._stems, self._reader.connect, max_documents)
 
     async def search(self, query: str, flt: VectorFilter, limit: int) -> list[VectorHit]:
-        """The best ``limit`` memories matching ``flt`` by BM25 (> 0), best first. SQLite finds
-        them by the query's rarer terms only (``_finding_terms``); ``lookup`` scores them by
-        every term."""
+        """The best ``limit`` memories matching ``flt`` by BM25 (> 0), best first. SQLite
+        searches its scopes in memory (``MemoryLexicon``) when it holds them; FTS5 finds them
+        by the query's rarer terms only (``_finding_terms``); ``lookup`` scores them by every
+        term."""
         terms = query_terms(query)
         if not terms or not flt.scope_keys or limit <= 0:
             return []
@@ -99,12 +105,14 @@ class SqlLexicalIndex:
         else:
             stmt = self._fts_statement(flt)
             scopes = scopes_match(scope_token(key) for key in dict.fromkeys(flt.scope_keys))
-            held = flt.stage_id is None and not flt.tags_any and not flt.metadata
+            # The in-memory index applies every filter but stage, tags and metadata.
+            lexicon = self._lexicon if flt.stage_id is None and not flt.tags_any else None
+            lexicon = None if flt.metadata else lexicon
 
             def read(conn: Connection) -> list[Any]:
-                if held:  # filters the in-memory index can apply
+                if lexicon is not None:
                     keys, layers, ids = flt.scope_keys, flt.layers, flt.ids
-                    best = self._lexicon.search(conn, keys, terms, limit, layers, flt.alive_at, ids)
+                    best = lexicon.search(conn, keys, terms, limit, layers, flt.alive_at, ids)
                     if best is not None:
                         return best
                 total, holding = self._frequencies.counts(conn, scopes, terms)
@@ -135,17 +143,14 @@ class SqlLexicalIndex:
                 coverage = await pg_coverage(conn, terms, keys, memory_ids) if covered else {}
             return Lookup(memories, coverage)
         tokens = [scope_token(key) for key in keys]
+        lexicon = self._lexicon
 
         def read(conn: Connection) -> Lookup:
-            memories = [
-                memory_from_row(row)
-                for stmt in select_by_ids(memory_ids)
-                for row in conn.execute(stmt).mappings()
-            ]
+            memories = sqlite_memories(conn, memory_ids)
             if not covered:
                 return Lookup(memories, {}, {})
             ids = [memory.id for memory in memories]
-            matches = self._lexicon.matches(conn, keys, terms, ids)
+            matches = None if lexicon is None else lexicon.matches(conn, keys, terms, ids)
             if matches is None:  # scopes too large to hold in memory
                 matches = sqlite_matches(conn, self._stems, self._frequencies, terms, tokens, ids)
             return Lookup(memories, matches.coverage, matches.bm25)

@@ -3,11 +3,15 @@ store settings. Each works inside the unit of work's ``AsyncSession``."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
 
 from sqlalchemy import (
+    JSON,
+    Boolean,
+    Column,
     ColumnElement,
     Select,
     String,
@@ -21,7 +25,7 @@ from sqlalchemy import (
     tuple_,
     update,
 )
-from sqlalchemy.engine import CursorResult, RowMapping
+from sqlalchemy.engine import Connection, CursorResult
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -82,7 +86,7 @@ def memory_values(memory: Memory) -> dict[str, Any]:
     }
 
 
-def memory_from_row(row: RowMapping) -> Memory:
+def memory_from_row(row: Mapping[str, Any]) -> Memory:
     """A memory from a row of the memories table (Core: column names, no ORM identity map)."""
     return Memory(
         id=row["id"],
@@ -254,6 +258,49 @@ def select_by_ids(memory_ids: Sequence[str]) -> Iterator[Select[Any]]:
     """The statements that read the memories of ``memory_ids`` (any order; duplicates once)."""
     for part in chunks(list(dict.fromkeys(memory_ids))):
         yield _select().where(_TABLE.c.id.in_(part))
+
+
+def sqlite_memories(conn: Connection, memory_ids: Sequence[str]) -> list[Memory]:
+    """The memories of ``memory_ids`` (any order; duplicates once) read through SQLite's own
+    cursor: each column converted as its type stores it (``_SQLITE_READERS``), a few times
+    cheaper per row than SQLAlchemy's result processing, for the search's candidates."""
+    found: list[Memory] = []
+    for part in chunks(list(dict.fromkeys(memory_ids))):
+        marks = ", ".join("?" * len(part))
+        rows = conn.exec_driver_sql(f"{_SQLITE_SELECT} WHERE id IN ({marks})", tuple(part))
+        for row in rows:
+            found.append(
+                memory_from_row(
+                    {
+                        name: value if value is None else read(value)
+                        for (name, read), value in zip(_SQLITE_READERS, row, strict=True)
+                    }
+                )
+            )
+    return found
+
+
+def _sqlite_reader(column: Column[Any]) -> Callable[[Any], Any]:
+    """How a column's non-null SQLite value becomes what SQLAlchemy would return."""
+    if isinstance(column.type, UTCDateTime):
+        return _sqlite_datetime
+    if isinstance(column.type, JSON):
+        return cast(Callable[[Any], Any], json.loads)
+    if isinstance(column.type, Boolean):
+        return bool
+    return _same
+
+
+def _sqlite_datetime(value: str) -> datetime:
+    return datetime.fromisoformat(value).replace(tzinfo=UTC)  # stored as UTC wall time
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+_SQLITE_READERS = [(column.name, _sqlite_reader(column)) for column in _TABLE.columns]
+_SQLITE_SELECT = f"SELECT {', '.join(name for name, _ in _SQLITE_READERS)} FROM {_TABLE.name}"
 
 
 def _select() -> Select[Any]:
