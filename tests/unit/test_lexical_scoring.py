@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentcore.adapters.db.lexical_coverage import _WORD, FtsStems, _stem_starts, varints
+from agentcore.adapters.db.lexical import WORD
+from agentcore.adapters.db.lexical_coverage import FtsStems, _stem_starts, varints
 from agentcore.adapters.db.lexical_search import FINDING_FLOOR, FINDING_SHARE, _finding_terms
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,7 +75,7 @@ def vocabulary() -> list[str]:
     words = set(TRICKY)
     prose = [ROOT / "README.md", *(ROOT / "docs").glob("*.md"), *(ROOT / "agentcore").rglob("*.py")]
     for path in prose:
-        words.update(_WORD.findall(path.read_text(encoding="utf-8").lower()))
+        words.update(WORD.findall(path.read_text(encoding="utf-8").lower()))
     return sorted(word for word in words if word.isascii())
 
 
