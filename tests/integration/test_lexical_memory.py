@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import AsyncIterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -37,12 +37,25 @@ async def engines(tmp_path: Path) -> AsyncIterator[tuple[AsyncEngine, AsyncEngin
     await theirs.dispose()
 
 
-async def test_writes_of_another_engine_are_seen_by_the_next_search(
-    engines: tuple[AsyncEngine, AsyncEngine],
-) -> None:
+@dataclass
+class Service:
+    index: SqlLexicalIndex  # on the service's engine
+    writer: SqlUnitOfWorkFactory  # on the other engine
+    writer_engine: AsyncEngine
+
+
+@pytest.fixture
+async def service(engines: tuple[AsyncEngine, AsyncEngine]) -> AsyncIterator[Service]:
     ours, theirs = engines
     index = SqlLexicalIndex(ours)
-    writer = SqlUnitOfWorkFactory(theirs)
+    yield Service(index, SqlUnitOfWorkFactory(theirs), theirs)
+    await index.close()
+
+
+async def test_writes_of_another_engine_are_seen_by_the_next_search(
+    service: Service,
+) -> None:
+    index, writer = service.index, service.writer
     first, middle = turns("We hiked to the glacier.", "It was freezing.")
     await add_all(writer, [first, middle])
     assert set(await found(index, "glacier")) == {first.id, middle.id}  # loaded
@@ -60,17 +73,14 @@ async def test_writes_of_another_engine_are_seen_by_the_next_search(
         await uow.commit()
     assert await found(index, "moraine") == []
     assert set(await found(index, "soup")) == {first.id, last.id}  # relinked to each other
-    await index.close()
 
 
 async def test_the_log_keeps_the_latest_changes_and_a_reader_behind_it_reloads(
-    engines: tuple[AsyncEngine, AsyncEngine], monkeypatch: pytest.MonkeyPatch
+    service: Service, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(lexical, "CHANGES_KEPT", 3)
     monkeypatch.setattr(lexical, "_PRUNE_EVERY", 2)
-    ours, theirs = engines
-    index = SqlLexicalIndex(ours)
-    writer = SqlUnitOfWorkFactory(theirs)
+    index, writer = service.index, service.writer
     (first,) = turns("The cello lessons start in June.")
     await add_all(writer, [first])
     assert await found(index, "cello") == [first.id]
@@ -81,11 +91,10 @@ async def test_the_log_keeps_the_latest_changes_and_a_reader_behind_it_reloads(
     ]
     for memory in later:
         await add_all(writer, [memory])
-    async with theirs.connect() as conn:
+    async with service.writer_engine.connect() as conn:
         kept = (await conn.execute(text(f"SELECT count(*) FROM {CHANGES}"))).scalar_one()
     assert 3 <= kept <= 5  # pruned to the latest 3 every 2 changes
     assert set(await found(index, "cello")) == {first.id, *(m.id for m in later)}
-    await index.close()
 
 
 async def test_scopes_beyond_the_budget_are_searched_by_fts5(
@@ -150,14 +159,12 @@ def test_scope_documents_reuse_slots_and_keep_postings_in_step() -> None:
 
 
 async def test_a_larger_scope_loads_aside_while_fts5_answers(
-    engines: tuple[AsyncEngine, AsyncEngine], monkeypatch: pytest.MonkeyPatch
+    service: Service, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(lexical_memory, "_LOAD_NOW", 0)
-    ours, theirs = engines
-    index = SqlLexicalIndex(ours)
+    index, writer = service.index, service.writer
     lexicon = index._lexicon
     assert lexicon is not None
-    writer = SqlUnitOfWorkFactory(theirs)
     first, second = turns("The cello lessons start in June.", "A cello concert in July.")
     await add_all(writer, [first, second])
     assert set(await found(index, "cello")) == {first.id, second.id}  # by FTS5, loading
@@ -169,4 +176,3 @@ async def test_a_larger_scope_loads_aside_while_fts5_answers(
         await asyncio.sleep(0.01)
     assert lexicon.held("user:alice")
     assert set(await found(index, "cello")) == {first.id, second.id, third.id}
-    await index.close()
