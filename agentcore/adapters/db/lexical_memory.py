@@ -28,7 +28,6 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -36,6 +35,7 @@ import numpy.typing as npt
 from sqlalchemy import String, bindparam, text
 from sqlalchemy.engine import Connection
 
+from agentcore.adapters.db.dialect import chunks
 from agentcore.adapters.db.lexical import (
     BODY,
     CHANGES,
@@ -47,13 +47,13 @@ from agentcore.adapters.db.lexical import (
     WORD,
 )
 from agentcore.adapters.db.lexical_coverage import FtsStems, Matches, idf
+from agentcore.adapters.db.tables import MemoryRow
+from agentcore.adapters.db.types import sqlite_datetime
 from agentcore.domain.models import Layer
 
 _WEIGHTS = (BODY, NEIGHBOUR, NEIGHBOUR, META)  # body, ctx_before, ctx_after, meta
 _K1, _B = 1.2, 0.75
 _LAYERS = {layer.value: code for code, layer in enumerate(Layer)}
-_NEVER = math.inf
-_REFRESH_CHUNK = 500
 _LOAD_NOW = 2_000  # scopes up to this many documents load within the search (~0.2 s)
 _RECHECK_SECONDS = 60.0  # a scope too large to hold is counted again after this
 
@@ -64,7 +64,7 @@ _SELECT_DOCS = (
     "SELECT d.memory_id, d.layer, m.expires_at, "
     "f.body, f.ctx_before, f.ctx_after, f.meta "
     f"FROM {FTS_DOCS} AS d JOIN {FTS_TABLE} AS f ON f.rowid = d.doc_id "
-    "JOIN memories AS m ON m.id = d.memory_id "
+    f"JOIN {MemoryRow.__tablename__} AS m ON m.id = d.memory_id "
 )
 _SCOPE_DOCS = text(_SELECT_DOCS + "WHERE d.scope_key = :key")
 _SOME_DOCS = text(_SELECT_DOCS + "WHERE d.memory_id IN :ids").bindparams(
@@ -174,6 +174,7 @@ class _Query:
     bm25_idf: dict[str, float]
     coverage_idf: dict[str, float]
     average_length: float
+    whole: float  # the sum of ``coverage_idf``: a document holding every stem
 
     @classmethod
     def over(cls, scopes: Sequence[ScopeDocuments], stems: Iterable[str]) -> _Query:
@@ -185,7 +186,8 @@ class _Query:
             if n:
                 bm25_idf[stem] = max(math.log((documents - n + 0.5) / (n + 0.5)), 1e-6)
             coverage_idf[stem] = idf(documents, n)
-        return cls(bm25_idf, coverage_idf, max(length / documents, 1.0) if documents else 1.0)
+        average = max(length / documents, 1.0) if documents else 1.0
+        return cls(bm25_idf, coverage_idf, average, sum(coverage_idf.values()))
 
     def score(self, stems: dict[str, float], length: float) -> tuple[float, float]:
         """(BM25, coverage) of one document."""
@@ -196,8 +198,7 @@ class _Query:
             if tf is not None:
                 bm25 += weight * tf * (_K1 + 1) / (tf + norm)
                 covered += self.coverage_idf[stem]
-        whole = sum(self.coverage_idf.values())
-        return bm25, (covered / whole if whole > 0 else 0.0)
+        return bm25, (covered / self.whole if self.whole > 0 else 0.0)
 
 
 class MemoryLexicon:
@@ -317,9 +318,7 @@ class MemoryLexicon:
                         return  # changes since the read are forgotten: load again later
                     self._hold(key, scope)
                     changed = conn.execute(_CHANGED, {"after": after}).all()
-                    ids = [str(row[1]) for row in changed if row[2] == key]
-                    for start in range(0, len(ids), _REFRESH_CHUNK):
-                        self._refresh(conn, dict.fromkeys(ids[start : start + _REFRESH_CHUNK], key))
+                    self._refresh(conn, {str(row[1]): key for row in changed if row[2] == key})
         except Exception:
             log.exception("loading the lexical documents of a scope failed")
         finally:
@@ -336,18 +335,21 @@ class MemoryLexicon:
         if changed[0][0] != self._applied + 1:  # the log no longer holds what was missed
             self._scopes.clear()
         else:
-            held = {str(row[1]): str(row[2]) for row in changed if row[2] in self._scopes}
-            ids = list(held)
-            for start in range(0, len(ids), _REFRESH_CHUNK):
-                self._refresh(conn, {i: held[i] for i in ids[start : start + _REFRESH_CHUNK]})
+            self._refresh(
+                conn, {str(row[1]): str(row[2]) for row in changed if row[2] in self._scopes}
+            )
         self._applied = int(changed[-1][0])
 
     def _refresh(self, conn: Connection, changed: dict[str, str]) -> None:
         """Read the documents of ``changed`` (memory id -> its loaded scope's key) again."""
-        for row in conn.execute(_SOME_DOCS, {"ids": list(changed)}):
-            self._put(self._scopes[changed.pop(str(row[0]))], row)
-        for memory_id, key in changed.items():  # deleted
-            self._scopes[key].drop(memory_id)
+        for part in chunks(list(changed)):
+            found = set()
+            for row in conn.execute(_SOME_DOCS, {"ids": part}):
+                self._put(self._scopes[changed[str(row[0])]], row)
+                found.add(str(row[0]))
+            for memory_id in part:
+                if memory_id not in found:  # deleted
+                    self._scopes[changed[memory_id]].drop(memory_id)
 
     def _read_scope(self, conn: Connection, key: str) -> ScopeDocuments:
         scope = ScopeDocuments()
@@ -412,12 +414,6 @@ def _best(
     return [(float(scores[slot]), scope.memory_id(int(slot))) for slot in candidates]
 
 
-def _epoch(value: Any) -> float:
-    """An expiry from the database (None, a datetime, or SQLite's text) as epoch seconds."""
-    if value is None:
-        return _NEVER
-    if isinstance(value, str):
-        value = datetime.fromisoformat(value)
-    if value.tzinfo is None:  # SQLite keeps UTC wall time (``types.UTCDateTime``)
-        value = value.replace(tzinfo=UTC)
-    return float(value.timestamp())
+def _epoch(value: str | None) -> float:
+    """An expiry as SQLite stores it, in epoch seconds (never: infinity)."""
+    return math.inf if value is None else sqlite_datetime(value).timestamp()

@@ -106,8 +106,8 @@ class SqlLexicalIndex:
             stmt = self._fts_statement(flt)
             scopes = scopes_match(scope_token(key) for key in dict.fromkeys(flt.scope_keys))
             # The in-memory index applies every filter but stage, tags and metadata.
-            lexicon = self._lexicon if flt.stage_id is None and not flt.tags_any else None
-            lexicon = None if flt.metadata else lexicon
+            filtered = flt.stage_id is not None or flt.tags_any or flt.metadata
+            lexicon = None if filtered else self._lexicon
 
             def read(conn: Connection) -> list[Any]:
                 if lexicon is not None:

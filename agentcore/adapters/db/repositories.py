@@ -43,7 +43,7 @@ from agentcore.adapters.db.tables import (
     StoreSettingRow,
     VectorOutboxRow,
 )
-from agentcore.adapters.db.types import UTCDateTime
+from agentcore.adapters.db.types import UTCDateTime, sqlite_datetime
 from agentcore.domain.errors import Conflict, MemoryNotFound
 from agentcore.domain.models import EventKind, Layer, Memory, MemoryEvent, ScopeIds, ScopeLevel
 from agentcore.services.ports import Access, ListQuery, OutboxEntry
@@ -283,16 +283,12 @@ def sqlite_memories(conn: Connection, memory_ids: Sequence[str]) -> list[Memory]
 def _sqlite_reader(column: Column[Any]) -> Callable[[Any], Any]:
     """How a column's non-null SQLite value becomes what SQLAlchemy would return."""
     if isinstance(column.type, UTCDateTime):
-        return _sqlite_datetime
+        return sqlite_datetime
     if isinstance(column.type, JSON):
         return cast(Callable[[Any], Any], json.loads)
     if isinstance(column.type, Boolean):
         return bool
     return _same
-
-
-def _sqlite_datetime(value: str) -> datetime:
-    return datetime.fromisoformat(value).replace(tzinfo=UTC)  # stored as UTC wall time
 
 
 def _same(value: Any) -> Any:

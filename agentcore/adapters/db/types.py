@@ -37,6 +37,11 @@ class UTCDateTime(TypeDecorator[datetime]):
         return value.astimezone(UTC)
 
 
+def sqlite_datetime(value: str) -> datetime:
+    """A ``UTCDateTime`` as SQLite stores it (UTC wall time, ISO text), read without SQLAlchemy."""
+    return datetime.fromisoformat(value).replace(tzinfo=UTC)
+
+
 def json_type(*, none_as_null: bool = False) -> TypeEngine[Any]:
     """JSON everywhere, JSONB on Postgres (indexable, supports ``?|``)."""
     return JSON(none_as_null=none_as_null).with_variant(
