@@ -124,7 +124,10 @@ def build_vector_store(settings: Settings) -> VectorStore:
     if settings.qdrant_url is None:
         from agentcore.adapters.vectors.edge import EdgeVectorStore
 
-        return EdgeVectorStore(settings.agentcore_data_dir / "qdrant")
+        return EdgeVectorStore(
+            settings.agentcore_data_dir / "qdrant",
+            max_search_threads=settings.vector_search_threads,
+        )
     from agentcore.adapters.vectors.qdrant_server import QdrantServerVectorStore
 
     api_key = settings.qdrant_api_key
@@ -175,6 +178,7 @@ async def _build(
     access = AccessRecorder(uow_factory)
     lexical = SqlLexicalIndex(engine, settings.lexical_memory_documents)
     closers.append(lexical.close)
+    error_signals = ErrorSignals(uow_factory, enabled=settings.error_tracking_enabled)
     retrieval = EnhancedRetrieval(
         uow_factory,
         vectors,
@@ -184,7 +188,7 @@ async def _build(
         weights=Weights.from_settings(settings.weights),
         recency_half_life_hours=settings.memory_recency_half_life_hours,
         access=access,
-        error_signals=ErrorSignals(uow_factory, enabled=settings.error_tracking_enabled),
+        error_signals=error_signals,
         lexical=lexical,
     )
     stages = StageManager(
@@ -269,6 +273,7 @@ async def _build(
         max_content_length=settings.memory_max_context_length,
         extractor=build_pattern_extractor(settings, closers),
         costs=costs,
+        signals=error_signals,
     )
     metrics = CompressionMetricsRecorder(uow_factory, clock, registry)
     compressor, paid_model = build_compressor(settings, closers, tokens)

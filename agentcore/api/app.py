@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -63,6 +64,11 @@ def create_app(
         methods.update(build_methods(container, lambda: openrpc_document(methods, __version__)))
         app.state.container = container
         app.state.rpc = JsonRpcEndpoint(methods, RpcMetrics(container.registry))
+        # What start-up built lives as long as the process: out of the cycle collector's sight,
+        # a full collection walks only what requests allocate (at 10k memories it took ~100 ms
+        # with everything imported in sight, a pause in the middle of some request).
+        gc.collect()
+        gc.freeze()
         stop = asyncio.Event()
         loops = [
             asyncio.create_task(

@@ -14,7 +14,10 @@
   configured, adds its patterns (cached per set of errors; refused calls over budget or a
   failing provider leave the statistical patterns and say so in ``llm_status``).
 - **error_signals** is the error-correction factor of retrieval (see
-  ``error_patterns.correction_signals``).
+  ``error_patterns.correction_signals``). ``ErrorSignals`` keeps each task's recent errors
+  for ``RECENT_SECONDS``, so the searches of a task do not read them again one after another;
+  an error recorded through this process's tracker is seen by the next search at once, one
+  recorded through another process (another replica) within ``RECENT_SECONDS``.
 
 With ERROR_TRACKING_ENABLED=false, ``record`` raises ``InvalidState`` and ``error_signals``
 returns zeros; records stored earlier can still be read.
@@ -25,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -66,6 +70,8 @@ log = logging.getLogger(__name__)
 MAX_ANALYSED = 500  # newest errors a pattern analysis reads
 MAX_HISTORY = 100
 RECENT_ERRORS = 20  # a task's newest errors that drive the error-correction factor
+RECENT_SECONDS = 2.0  # how long ErrorSignals keeps a task's recent errors
+_TASKS_KEPT = 1_024
 ERROR_PATTERNS = "error_patterns"  # cost operation of LLM pattern extraction
 _LLM_CACHE = 256
 
@@ -136,6 +142,7 @@ class ErrorTracker:
         max_content_length: int,
         extractor: PatternExtractor | None = None,
         costs: CostTracker | None = None,
+        signals: ErrorSignals | None = None,
     ) -> None:
         if threshold < 1:
             raise ValueError("threshold must be at least 1")
@@ -147,6 +154,7 @@ class ErrorTracker:
         self._max_content = max_content_length
         self._extractor = extractor
         self._costs = costs
+        self._signals = signals or ErrorSignals(uows, enabled=enabled)
         self._llm_cache: OrderedDict[tuple[str, int, str], list[ErrorPattern]] = OrderedDict()
 
     @property
@@ -170,12 +178,14 @@ class ErrorTracker:
                 record = _with_stage(record, stage)
             await uow.errors.add(record)
             await uow.commit()
+        self._signals.forget(record.task_id)
         try:
             memories = await self._memory.add_batch(error_memories(record, self._max_content))
         except AgentCoreError:
             async with self._uows() as uow:  # nothing is acknowledged: undo the record
                 await uow.errors.delete(record.id)
                 await uow.commit()
+            self._signals.forget(record.task_id)
             raise
         recent = await self._query(ErrorQuery(task_id=record.task_id, limit=MAX_ANALYSED))
         patterns = detect_patterns(recent, self._threshold)
@@ -224,7 +234,7 @@ class ErrorTracker:
         return PatternReport(merged, len(records), status)
 
     async def error_signals(self, task_id: str, memories: Sequence[Memory]) -> dict[str, float]:
-        return await ErrorSignals(self._uows, enabled=self._enabled).for_task(task_id, memories)
+        return await self._signals.for_task(task_id, memories)
 
     async def _query(self, query: ErrorQuery) -> list[ErrorRecord]:
         async with self._uows(read_only=True) as uow:
@@ -326,11 +336,15 @@ def _estimated_tokens(records: Sequence[ErrorRecord]) -> tuple[int, int]:
 
 class ErrorSignals:
     """The error-correction factor of retrieval (FR-4.4), read-only so that retrieval can use it
-    without the tracker (which writes memories through the memory manager)."""
+    without the tracker (which writes memories through the memory manager). Each task's recent
+    errors are kept for ``RECENT_SECONDS`` (at most ``_TASKS_KEPT`` tasks); the tracker calls
+    ``forget`` when it records one."""
 
     def __init__(self, uows: UnitOfWorkFactory, *, enabled: bool) -> None:
         self._uows = uows
         self._enabled = enabled
+        self._recent_by_task: OrderedDict[str, tuple[float, list[ErrorRecord]]] = OrderedDict()
+        self._forgotten = 0  # how many times ``forget`` was called: a read it overlaps is not kept
 
     async def for_task(self, task_id: str, memories: Sequence[Memory]) -> dict[str, float]:
         """Each memory's factor (0-1) for a search made for ``task_id``
@@ -347,6 +361,23 @@ class ErrorSignals:
         recent = await self._recent(task_id)
         return lambda memories: correction_signals(task_id, recent, memories)
 
+    def forget(self, task_id: str) -> None:
+        """The task's errors changed: the next search reads them again."""
+        self._recent_by_task.pop(task_id, None)
+        self._forgotten += 1
+
     async def _recent(self, task_id: str) -> list[ErrorRecord]:
+        now = time.monotonic()
+        kept = self._recent_by_task.get(task_id)
+        if kept is not None and now - kept[0] < RECENT_SECONDS:
+            return kept[1]
+        forgotten = self._forgotten
         async with self._uows(read_only=True) as uow:
-            return await uow.errors.query(ErrorQuery(task_id=task_id, limit=RECENT_ERRORS))
+            recent = await uow.errors.query(ErrorQuery(task_id=task_id, limit=RECENT_ERRORS))
+        if forgotten != self._forgotten:  # an error was recorded meanwhile: read it next time
+            return recent
+        self._recent_by_task[task_id] = (now, recent)
+        self._recent_by_task.move_to_end(task_id)
+        if len(self._recent_by_task) > _TASKS_KEPT:
+            self._recent_by_task.popitem(last=False)
+        return recent

@@ -41,8 +41,10 @@ from agentcore.domain.pricing import CostQuery, CostRecord, CostTotals, PriceTab
 from agentcore.domain.records import NewMemory
 from agentcore.domain.stages import Stage, StageStatus
 from agentcore.domain.usage import TokenUsage
+from agentcore.services import errors as errors_module
 from agentcore.services.costs import CostTracker
 from agentcore.services.errors import (
+    RECENT_SECONDS,
     ErrorTracker,
     ExtractedPatterns,
     LlmStatus,
@@ -497,6 +499,30 @@ async def test_error_signals(env: Env) -> None:
     # A task without errors: only its own recoveries would count; t0's recovery of t0 does.
     assert (await env.tracker.error_signals("t0", [other_recovery]))[other_recovery.id] == 1.0
     assert (await env.tracker.error_signals("t9", [other_recovery]))[other_recovery.id] == 0.0
+
+
+async def test_error_signals_keep_a_tasks_errors_briefly(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Searches reuse a task's recent errors for RECENT_SECONDS; an error recorded through the
+    same tracker is seen at once, one recorded by another process (here a second tracker over
+    the same store) once that time has passed."""
+    now = [1_000.0]
+    monkeypatch.setattr(errors_module.time, "monotonic", lambda: now[0])
+    other = ErrorTracker(
+        env.errors, env.memory, env.clock, enabled=True, threshold=2, max_content_length=500
+    )
+    first = await env.tracker.record(error(I))
+    own = memories_in(env.store)[first.memory_ids[0]]
+    assert (await env.tracker.error_signals("t1", [own]))[own.id] == pytest.approx(0.6)
+    assert (await other.error_signals("t1", [own]))[own.id] == pytest.approx(0.6)
+
+    second = await env.tracker.record(error(I, description="The deploy tool timed out"))
+    newest = memories_in(env.store)[second.memory_ids[0]]
+    assert (await env.tracker.error_signals("t1", [newest]))[newest.id] == pytest.approx(0.6)
+    assert (await other.error_signals("t1", [newest]))[newest.id] == 0.0  # kept, not re-read
+    now[0] += RECENT_SECONDS
+    assert (await other.error_signals("t1", [newest]))[newest.id] == pytest.approx(0.6)
 
 
 # --- RPC ---------------------------------------------------------------------------------
