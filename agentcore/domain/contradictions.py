@@ -92,7 +92,7 @@ def clauses(text: str) -> tuple[Clause, ...]:
     return _clauses(text[:SCAN_CHARS])
 
 
-@lru_cache(maxsize=4_096)  # the same memories come back search after search
+@lru_cache(maxsize=16_384)  # the same memories come back search after search (~1 KB each)
 def _clauses(text: str) -> tuple[Clause, ...]:
     out: list[Clause] = []
     for sentence in split_sentences(text):

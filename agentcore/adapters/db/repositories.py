@@ -285,7 +285,7 @@ def _sqlite_reader(column: Column[Any]) -> Callable[[Any], Any]:
     if isinstance(column.type, UTCDateTime):
         return sqlite_datetime
     if isinstance(column.type, JSON):
-        return cast(Callable[[Any], Any], json.loads)
+        return _json
     if isinstance(column.type, Boolean):
         return bool
     return _same
@@ -293,6 +293,15 @@ def _sqlite_reader(column: Column[Any]) -> Callable[[Any], Any]:
 
 def _same(value: Any) -> Any:
     return value
+
+
+def _json(value: str) -> Any:
+    """A JSON column's value; the empty list and object most rows hold without the parser."""
+    if value == "[]":
+        return []
+    if value == "{}":
+        return {}
+    return json.loads(value)
 
 
 _SQLITE_READERS = [(column.name, _sqlite_reader(column)) for column in _TABLE.columns]
