@@ -28,11 +28,11 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from time import monotonic
 from typing import Any, Protocol
 
 from agentcore.domain.clock import Clock
@@ -367,7 +367,7 @@ class ErrorSignals:
         self._forgotten += 1
 
     async def _recent(self, task_id: str) -> list[ErrorRecord]:
-        now = time.monotonic()
+        now = monotonic()
         kept = self._recent_by_task.get(task_id)
         if kept is not None and now - kept[0] < RECENT_SECONDS:
             return kept[1]

@@ -508,7 +508,7 @@ async def test_error_signals_keep_a_tasks_errors_briefly(
     same tracker is seen at once, one recorded by another process (here a second tracker over
     the same store) once that time has passed."""
     now = [1_000.0]
-    monkeypatch.setattr(errors_module.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(errors_module, "monotonic", lambda: now[0])
     other = ErrorTracker(
         env.errors, env.memory, env.clock, enabled=True, threshold=2, max_content_length=500
     )
