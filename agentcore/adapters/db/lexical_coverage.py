@@ -20,8 +20,10 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
+import numpy as np
+import numpy.typing as npt
 from sqlalchemy import String, bindparam, text
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import Connection
@@ -40,8 +42,9 @@ from agentcore.adapters.db.lexical import (
 )
 
 SEARCHED = "body ctx_before ctx_after meta"  # the columns searched (not the scope token)
-_WEIGHTS = (BODY, NEIGHBOUR, NEIGHBOUR, META)  # their BM25 weights, in that order
-_K1, _B = 1.2, 0.75  # FTS5's bm25() constants
+FIELD_WEIGHTS = (BODY, NEIGHBOUR, NEIGHBOUR, META)  # their BM25 weights, in that order
+K1, B = 1.2, 0.75  # BM25's constants, as FTS5's bm25() has them
+_Length = TypeVar("_Length", float, npt.NDArray[np.float64])
 _STEM_CACHE = 100_000
 _COUNT_CACHE = 100_000
 
@@ -171,10 +174,7 @@ def sqlite_matches(
     total, holding = frequencies.counts(conn, scopes_match(scope_tokens), list(by_stem.values()))
     weights = {stem: idf(total, n) for stem, n in zip(by_stem, holding, strict=True)}
     rows, in_table = frequencies.counts(conn, None, list(by_stem.values()))
-    bm25_idf = {
-        stem: max(math.log((rows - n + 0.5) / (n + 0.5)), 1e-6)
-        for stem, n in zip(by_stem, in_table, strict=True)
-    }
+    bm25_weights = {stem: bm25_idf(rows, n) for stem, n in zip(by_stem, in_table, strict=True)}
     average = frequencies.table(conn)[1]
     # The documents are read by rowid (no MATCH: that would visit every matching document of
     # the scopes) and their words stemmed here, by the index's tokenizer (``stems``).
@@ -188,7 +188,7 @@ def sqlite_matches(
     matches = Matches({}, {})
     for memory_id, sizes, *fields in conn.execute(stmt, {"ids": list(memory_ids)}):
         frequency: dict[str, float] = {}
-        for weight, field in zip(_WEIGHTS, fields, strict=True):
+        for weight, field in zip(FIELD_WEIGHTS, fields, strict=True):
             if not field:
                 continue
             field = field.lower()
@@ -201,9 +201,9 @@ def sqlite_matches(
             continue
         key = str(memory_id)
         matches.coverage[key] = sum(weights[stem] for stem in frequency) / whole
-        norm = _K1 * (1 - _B + _B * sum(varints(sizes)) / average)
+        norm = length_norm(sum(varints(sizes)), average)
         matches.bm25[key] = sum(
-            bm25_idf[stem] * tf * (_K1 + 1) / (tf + norm) for stem, tf in frequency.items()
+            bm25_weights[stem] * tf * (K1 + 1) / (tf + norm) for stem, tf in frequency.items()
         )
     return matches
 
@@ -231,6 +231,17 @@ def _stem_starts(stems: Iterable[str]) -> re.Pattern[str]:
     ``s[:-1]`` (or ``s`` itself when one letter long); three letters of it are enough."""
     heads = sorted({s[: max(1, min(3, len(s) - 1))] for s in stems}, key=len, reverse=True)
     return re.compile(r"(?<![^\W_])(?:" + "|".join(map(re.escape, heads)) + r")[^\W_]*")
+
+
+def bm25_idf(documents: int, holding: int) -> float:
+    """BM25's inverse document frequency as FTS5 computes it: ln((N - n + 0.5) / (n + 0.5)),
+    floored at a millionth."""
+    return max(math.log((documents - holding + 0.5) / (holding + 0.5)), 1e-6)
+
+
+def length_norm(length: _Length, average: float) -> _Length:
+    """BM25's length normalization of a document (or of each of an array of them)."""
+    return K1 * (1 - B + B * length / average)
 
 
 def idf(documents: int, holding: int) -> float:

@@ -37,22 +37,25 @@ from sqlalchemy.engine import Connection
 
 from agentcore.adapters.db.dialect import chunks
 from agentcore.adapters.db.lexical import (
-    BODY,
     CHANGES,
     FTS_DOCS,
     FTS_TABLE,
-    META,
-    NEIGHBOUR,
     STOP_WORDS,
     WORD,
 )
-from agentcore.adapters.db.lexical_coverage import FtsStems, Matches, idf
+from agentcore.adapters.db.lexical_coverage import (
+    FIELD_WEIGHTS,
+    K1,
+    FtsStems,
+    Matches,
+    bm25_idf,
+    idf,
+    length_norm,
+)
 from agentcore.adapters.db.tables import MemoryRow
 from agentcore.adapters.db.types import sqlite_datetime
 from agentcore.domain.models import Layer
 
-_WEIGHTS = (BODY, NEIGHBOUR, NEIGHBOUR, META)  # body, ctx_before, ctx_after, meta
-_K1, _B = 1.2, 0.75
 _LAYERS = {layer.value: code for code, layer in enumerate(Layer)}
 _LOAD_NOW = 2_000  # scopes up to this many documents load within the search (~0.2 s)
 _RECHECK_SECONDS = 60.0  # a scope too large to hold is counted again after this
@@ -180,23 +183,23 @@ class _Query:
     def over(cls, scopes: Sequence[ScopeDocuments], stems: Iterable[str]) -> _Query:
         documents = sum(len(scope) for scope in scopes)
         length = sum(scope.total_length for scope in scopes)
-        bm25_idf, coverage_idf = {}, {}
+        bm25_weights, coverage_idf = {}, {}
         for stem in stems:
             n = sum(scope.holding(stem) for scope in scopes)
             if n:
-                bm25_idf[stem] = max(math.log((documents - n + 0.5) / (n + 0.5)), 1e-6)
+                bm25_weights[stem] = bm25_idf(documents, n)
             coverage_idf[stem] = idf(documents, n)
         average = max(length / documents, 1.0) if documents else 1.0
-        return cls(bm25_idf, coverage_idf, average, sum(coverage_idf.values()))
+        return cls(bm25_weights, coverage_idf, average, sum(coverage_idf.values()))
 
     def score(self, stems: dict[str, float], length: float) -> tuple[float, float]:
         """(BM25, coverage) of one document."""
-        norm = _K1 * (1 - _B + _B * length / self.average_length)
+        norm = length_norm(length, self.average_length)
         bm25 = covered = 0.0
         for stem, weight in self.bm25_idf.items():
             tf = stems.get(stem)
             if tf is not None:
-                bm25 += weight * tf * (_K1 + 1) / (tf + norm)
+                bm25 += weight * tf * (K1 + 1) / (tf + norm)
                 covered += self.coverage_idf[stem]
         return bm25, (covered / self.whole if self.whole > 0 else 0.0)
 
@@ -374,7 +377,7 @@ class MemoryLexicon:
         """A document's weighted stem frequencies and its length in words."""
         frequency: dict[str, float] = {}
         length = 0
-        for weight, field in zip(_WEIGHTS, fields, strict=True):
+        for weight, field in zip(FIELD_WEIGHTS, fields, strict=True):
             if not field:
                 continue
             words = WORD.findall(field.lower())
@@ -395,10 +398,10 @@ def _best(
     """The best ``limit`` (BM25, memory id) of one scope under the filters."""
     size = len(scope.lengths)
     scores = np.zeros(size)
-    norm = _K1 * (1 - _B + _B * scope.lengths / query.average_length)
+    norm = length_norm(scope.lengths, query.average_length)
     for stem, weight in query.bm25_idf.items():
         slots, tf = scope.postings(stem)
-        scores[slots] += weight * tf * (_K1 + 1) / (tf + norm[slots])
+        scores[slots] += weight * tf * (K1 + 1) / (tf + norm[slots])
     keep = scores > 0
     if layers:
         keep &= np.isin(scope.layers, [_LAYERS.get(layer, -2) for layer in layers])
