@@ -174,24 +174,27 @@ def text_conflict(a: Sequence[Clause], b: Sequence[Clause]) -> str | None:
 
 
 def find_contradictions(memories: Sequence[Memory]) -> list[Contradiction]:
-    """Every contradicting pair among ``memories``, in their order. Clause pairs are only
-    compared when they share a content word, so a page of results costs little."""
+    """Every contradicting pair among ``memories``, in their order. Two clauses conflict only
+    if they share two content words, so only memories sharing two words are compared (a
+    speaker's name alone, which every turn of a conversation holds, pairs nothing)."""
     parsed = [clauses(m.content) for m in memories]
-    by_word: dict[str, set[int]] = {}
+    by_word: dict[str, list[int]] = {}
     for index, found in enumerate(parsed):
-        for clause in found:
-            for word in clause.terms.words:
-                by_word.setdefault(word, set()).add(index)
+        for word in {word for clause in found for word in clause.terms.words}:
+            by_word.setdefault(word, []).append(index)
+    shared: dict[tuple[int, int], int] = {}
+    for holders in by_word.values():
+        for at, i in enumerate(holders):
+            for j in holders[at + 1 :]:
+                shared[i, j] = shared.get((i, j), 0) + 1
     pairs: list[Contradiction] = []
-    for i, memory in enumerate(memories):
-        words = {w for clause in parsed[i] for w in clause.terms.words}
-        others = sorted({j for w in words for j in by_word.get(w, ()) if j > i})
-        for j in others:
-            if memories[j].id == memory.id or memories[j].content == memory.content:
-                continue
-            kind = text_conflict(parsed[i], parsed[j])
-            if kind is not None:
-                pairs.append(Contradiction(memory.id, memories[j].id, kind))
+    for i, j in sorted(pair for pair, count in shared.items() if count >= 2):
+        first, second = memories[i], memories[j]
+        if first.id == second.id or first.content == second.content:
+            continue
+        kind = text_conflict(parsed[i], parsed[j])
+        if kind is not None:
+            pairs.append(Contradiction(first.id, second.id, kind))
     return pairs
 
 

@@ -26,6 +26,7 @@ import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from datetime import timedelta
 from functools import lru_cache
 from itertools import pairwise
@@ -78,10 +79,11 @@ def _stem(word: str) -> str:
     return word
 
 
-def text_tokens(text: str) -> set[str]:
+@lru_cache(maxsize=16_384)  # memories come back search after search (their error signal)
+def text_tokens(text: str) -> frozenset[str]:
     """Stemmed, lower-cased words of ``text`` without stop words and numbers."""
     words = set(_WORD.findall(text[:_TEXT_CHARS].lower())) - STOPWORDS
-    return {_stem(w) for w in words if len(w) > 1}
+    return frozenset(_stem(w) for w in words if len(w) > 1)
 
 
 def _leaves(value: Any, path: str) -> list[tuple[str, Any]]:
@@ -94,7 +96,7 @@ def _leaves(value: Any, path: str) -> list[tuple[str, Any]]:
 
 def error_words(record: ErrorRecord) -> set[str]:
     """The words of an error's description and context values (to find it in free text)."""
-    words = text_tokens(record.description)
+    words = set(text_tokens(record.description))
     for _, value in _leaves(record.context, ""):
         if isinstance(value, str):
             words |= text_tokens(value)
@@ -300,7 +302,7 @@ def detect_patterns(records: Sequence[ErrorRecord], threshold: int) -> list[Erro
     return patterns
 
 
-def containment(needle: set[str], haystack: set[str]) -> float:
+def containment(needle: AbstractSet[str], haystack: AbstractSet[str]) -> float:
     """The share of ``needle``'s tokens found in ``haystack`` (0 for an empty needle)."""
     return len(needle & haystack) / len(needle) if needle else 0.0
 

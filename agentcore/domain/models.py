@@ -32,7 +32,7 @@ class ScopeLevel(StrEnum):
 
     @property
     def id_field(self) -> str:
-        return f"{self.value}_id"
+        return _ID_FIELDS[self]
 
     @property
     def precedence(self) -> int:
@@ -40,7 +40,11 @@ class ScopeLevel(StrEnum):
         return _PRECEDENCE[self]
 
 
+# Looked up, not formatted: a search reads them for every candidate, and an enum's ``value``
+# is a descriptor call.
 _PRECEDENCE = {level: rank for rank, level in enumerate(ScopeLevel)}
+_ID_FIELDS = {level: f"{level.value}_id" for level in ScopeLevel}
+_KEY_PREFIXES = {level: f"{level.value}:" for level in ScopeLevel}
 
 
 class StageType(StrEnum):
@@ -64,7 +68,7 @@ class ScopeIds:
     company_id: str | None = None
 
     def get(self, level: ScopeLevel) -> str | None:
-        value: str | None = getattr(self, level.id_field)
+        value: str | None = getattr(self, _ID_FIELDS[level])
         return value
 
     def present(self) -> dict[ScopeLevel, str]:
@@ -77,7 +81,7 @@ class ScopeIds:
 
 def scope_key(level: ScopeLevel, identifier: str) -> str:
     """The single keyword a memory is filtered by: its scope level and that level's id."""
-    return f"{level.value}:{identifier}"
+    return _KEY_PREFIXES[level] + identifier
 
 
 def new_id() -> str:

@@ -250,12 +250,17 @@ def stage_evidence(memory: Memory, stage_types: Mapping[str, StageType]) -> dict
         add(StageType.EXECUTION, _KIND_EVIDENCE)
     if memory.layer is Layer.PROCEDURAL:
         add(StageType.EXECUTION, _LAYER_EVIDENCE)
-    for stage in _content_cues(memory.content[:_CUE_CHARS]):
+    for stage in content_cues(memory.content):
         add(stage, _CUE_EVIDENCE)
     return evidence
 
 
-@lru_cache(maxsize=4_096)  # the same memories come back search after search
+def content_cues(content: str) -> tuple[StageType, ...]:
+    """The stages whose cue words the start of ``content`` holds."""
+    return _content_cues(content[:_CUE_CHARS])
+
+
+@lru_cache(maxsize=16_384)  # the same memories come back search after search
 def _content_cues(text: str) -> tuple[StageType, ...]:
     return tuple(stage for stage, regex in _CUES.items() if regex.search(text))
 

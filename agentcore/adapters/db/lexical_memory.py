@@ -73,7 +73,9 @@ _SCOPE_DOCS = text(_SELECT_DOCS + "WHERE d.scope_key = :key")
 _SOME_DOCS = text(_SELECT_DOCS + "WHERE d.memory_id IN :ids").bindparams(
     bindparam("ids", expanding=True, type_=String())
 )
-_CHANGED = text(f"SELECT seq, memory_id, scope_key FROM {CHANGES} WHERE seq > :after ORDER BY seq")
+# Read before every search, through SQLite's own cursor (SQLAlchemy's statement handling
+# cost more than the query).
+_CHANGED = f"SELECT seq, memory_id, scope_key FROM {CHANGES} WHERE seq > ? ORDER BY seq"
 _LAST_CHANGE = text(f"SELECT coalesce(max(seq), 0) FROM {CHANGES}")
 _OLDEST_CHANGE = text(f"SELECT min(seq) FROM {CHANGES}")
 _SCOPE_SIZE = text(f"SELECT count(*) FROM {FTS_DOCS} WHERE scope_key = :key")
@@ -320,7 +322,7 @@ class MemoryLexicon:
                     if oldest is not None and oldest > after + 1:
                         return  # changes since the read are forgotten: load again later
                     self._hold(key, scope)
-                    changed = conn.execute(_CHANGED, {"after": after}).all()
+                    changed = _changes(conn, after)
                     self._refresh(conn, {str(row[1]): key for row in changed if row[2] == key})
         except Exception:
             log.exception("loading the lexical documents of a scope failed")
@@ -332,7 +334,7 @@ class MemoryLexicon:
         if self._applied < 0:
             self._applied = int(conn.execute(_LAST_CHANGE).scalar_one())
             return
-        changed = conn.execute(_CHANGED, {"after": self._applied}).all()
+        changed = _changes(conn, self._applied)
         if not changed:
             return
         if changed[0][0] != self._applied + 1:  # the log no longer holds what was missed
@@ -415,6 +417,15 @@ def _best(
     if len(candidates) > limit:
         candidates = candidates[np.argpartition(-scores[candidates], limit - 1)[:limit]]
     return [(float(scores[slot]), scope.memory_id(int(slot))) for slot in candidates]
+
+
+def _changes(conn: Connection, after: int) -> list[Any]:
+    """The change log's rows (seq, memory id, scope key) after ``after``, in order."""
+    cursor = conn.connection.cursor()
+    try:
+        return list(cursor.execute(_CHANGED, (after,)).fetchall())
+    finally:
+        cursor.close()
 
 
 def _epoch(value: str | None) -> float:
