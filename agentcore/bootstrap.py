@@ -107,7 +107,9 @@ def build_embedder(settings: Settings) -> Embedder:
         )
     from agentcore.adapters.embedders.local_minilm import LocalMiniLMEmbedder
 
-    return LocalMiniLMEmbedder(int8_queries=settings.embedder_query_int8)
+    return LocalMiniLMEmbedder(
+        int8_queries=settings.embedder_query_int8, threads=settings.embedder_threads
+    )
 
 
 def build_vector_store(settings: Settings) -> VectorStore:

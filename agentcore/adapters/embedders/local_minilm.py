@@ -3,8 +3,11 @@
 The ONNX graph is built in memory at start from the model's safetensors weights (see
 ``minilm_graph``), so neither PyTorch nor an exported model file is needed. It reproduces
 sentence-transformers' pipeline (strip, truncate to 256 tokens, mean-pool over the attention mask,
-L2-normalize; the last two inside the graph). Inference runs on one thread owned by the embedder,
-so the event loop never waits on it and concurrent calls queue instead of competing for cores.
+L2-normalize; the last two inside the graph). Calls run one at a time on a thread owned by the
+embedder, so the event loop never waits on them and concurrent calls queue instead of competing
+for cores. Within a call, stored texts are embedded on ``threads`` onnxruntime threads (two by
+default: on two cores one turn of a conversation took 4.8 ms instead of 7.8 ms at the median,
+9 ms instead of 14 ms at p95, for 10% more CPU time); queries, a dozen tokens, run on one.
 
 Stored texts are embedded in fp32. Queries (``embed_query``) run, by default, on a second graph
 whose linear layers hold int8 weights: on these machines it took 4.5-6 ms per question against
@@ -57,6 +60,7 @@ class LocalMiniLMEmbedder:
         tokenizer_path: Path | None = None,
         batch_size: int = 32,
         int8_queries: bool = True,
+        threads: int = 1,
     ) -> None:
         """Build the model from its weights (checking their sha256), load the tokenizer.
 
@@ -65,14 +69,19 @@ class LocalMiniLMEmbedder:
         ``WEIGHTS_SHA256``, that package's weights. A missing or altered file raises
         ``ConfigurationError``. ``batch_size`` caps the texts per onnxruntime run.
         ``int8_queries`` embeds queries with int8 weights (the module doc); else in fp32.
+        ``threads``: onnxruntime threads that embed stored texts (queries run on one).
         """
         if batch_size < 1:
             raise ConfigurationError("the local embedder's batch size must be at least 1")
         model_path = model_path or _packaged_file("model.safetensors")
         weights = _read_weights(_read_verified(model_path, sha256 or WEIGHTS_SHA256), model_path)
-        self._session = _open_session(weights, model_path, int8=False)
+        if threads < 1:
+            raise ConfigurationError("the local embedder needs at least one thread")
+        self._session = _open_session(weights, model_path, int8=False, threads=threads)
         self._query_session = (
-            _open_session(weights, model_path, int8=True) if int8_queries else self._session
+            _open_session(weights, model_path, int8=True, threads=1)
+            if int8_queries
+            else self._session
         )
         self._tokenizer = _open_tokenizer(tokenizer_path or _packaged_file("tokenizer.json"))
         self._batch_size = batch_size
@@ -181,10 +190,10 @@ def _read_weights(weights_file: bytes, path: Path) -> Weights:
         raise _not_minilm(path, exc) from exc
 
 
-def _open_session(weights: Weights, path: Path, *, int8: bool) -> Any:
-    """Build the graph (fp32, or int8 linear weights) and open it on one thread."""
+def _open_session(weights: Weights, path: Path, *, int8: bool, threads: int) -> Any:
+    """Build the graph (fp32, or int8 linear weights) and open it on ``threads`` threads."""
     try:
-        return open_session(weights, threads=1, int8=int8)
+        return open_session(weights, threads=threads, int8=int8)
     except WeightsError as exc:
         raise _not_minilm(path, exc) from exc
     except Exception as exc:  # onnxruntime's errors have no common base below Exception
