@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 
 import pytest
 
+from agentcore.domain.contradictions import _clauses, clauses
 from agentcore.domain.errors import (
     ContentTooLong,
     InvalidLayer,
@@ -12,8 +14,9 @@ from agentcore.domain.errors import (
     MissingIdentifier,
     QueryTooLong,
 )
-from agentcore.domain.models import EventKind, Layer, ScopeIds
+from agentcore.domain.models import EventKind, Layer, ScopeIds, StageType
 from agentcore.domain.records import MemoryChanges, NewMemory
+from agentcore.domain.scoring import content_cues
 from agentcore.services.memory_manager import ListRequest
 from agentcore.services.retrieval import SearchQuery
 from tests.unit.conftest import Services
@@ -218,3 +221,18 @@ async def test_expires_at_and_ttl_are_exclusive(services: Services) -> None:
     later = services.clock.now + timedelta(hours=1)
     with pytest.raises(InvalidParams):
         await services.memory.add(NewMemory("x", ALICE, expires_at=later, ttl_seconds=5))
+
+
+async def test_a_written_memory_is_read_for_ranking_once_the_write_returns(
+    services: Services,
+) -> None:
+    content = "Jo moved to Lisbon in 2021 and never looked back; the approach worked"
+    parsed = _clauses.cache_info().misses
+    await services.memory.add(NewMemory(content, ALICE))
+    assert _clauses.cache_info().misses == parsed  # not on the write's own path
+    await asyncio.sleep(0)  # the event loop's next turn
+    assert _clauses.cache_info().misses == parsed + 1
+    hits = _clauses.cache_info().hits
+    clauses(content)  # what ranking a search that returns it calls
+    assert _clauses.cache_info().hits == hits + 1
+    assert content_cues(content) == (StageType.PLANNING,)  # "approach" is a planning cue
