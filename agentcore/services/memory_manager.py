@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
@@ -32,7 +31,7 @@ from agentcore.services.retrieval import (
     EnhancedRetrieval,
     SearchOutcome,
     SearchQuery,
-    prime_ranking,
+    prime_ranking_soon,
 )
 from agentcore.services.vector_sync import DELETE, UPSERT, VectorSync, to_point
 
@@ -75,11 +74,6 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, Enum):
         return value.value
     return value
-
-
-def _prime_soon(memories: Sequence[Memory]) -> None:
-    """Once the write is answered, read the new texts as ranking will (``prime_ranking``)."""
-    asyncio.get_running_loop().call_soon(prime_ranking, [m.content for m in memories])
 
 
 class MemoryManager:
@@ -133,7 +127,7 @@ class MemoryManager:
                 entries.append((await uow.outbox.add(memory.id, UPSERT), to_point(memory, vector)))
             await uow.commit()
         await self._sync.upsert(entries)
-        _prime_soon(memories)
+        prime_ranking_soon([m.content for m in memories])
         return memories
 
     async def get(self, memory_id: str, scope: ScopeIds) -> Memory:
@@ -163,7 +157,7 @@ class MemoryManager:
             entry_id = await uow.outbox.add(updated.id, UPSERT)
             await uow.commit()
         await self._sync.upsert([(entry_id, to_point(updated, vector))])
-        _prime_soon([updated])
+        prime_ranking_soon([updated.content])
         return updated
 
     async def delete(self, memory_id: str, scope: ScopeIds) -> bool:

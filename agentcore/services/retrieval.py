@@ -88,6 +88,7 @@ class ErrorCorrectionSource(Protocol):
 
 
 ORDERS = ("score", "precedence")
+_PRIMED_PER_TURN = 8  # texts read per turn of the event loop after a write (~0.2 ms each)
 _STAGE_CACHE = 10_000  # stage id → type entries kept (a stage never changes type)
 
 
@@ -218,6 +219,20 @@ def prime_ranking(contents: Iterable[str]) -> None:
         clauses(content)
         content_cues(content)
         text_tokens(content)
+
+
+def prime_ranking_soon(contents: Sequence[str]) -> None:
+    """``prime_ranking`` on the event loop once the caller has returned, ``_PRIMED_PER_TURN``
+    texts per turn of the loop: a batch of a hundred never holds it for long."""
+    loop = asyncio.get_running_loop()
+
+    def step(start: int) -> None:
+        prime_ranking(contents[start : start + _PRIMED_PER_TURN])
+        if start + _PRIMED_PER_TURN < len(contents):
+            loop.call_soon(step, start + _PRIMED_PER_TURN)
+
+    if contents:
+        loop.call_soon(step, 0)
 
 
 def _flag_contradictions(results: list[ScoredMemory]) -> list[ScoredMemory]:

@@ -14,11 +14,11 @@ from agentcore.domain.errors import (
     MissingIdentifier,
     QueryTooLong,
 )
-from agentcore.domain.models import EventKind, Layer, ScopeIds, StageType
+from agentcore.domain.models import EventKind, Layer, ScopeIds, StageType, new_id
 from agentcore.domain.records import MemoryChanges, NewMemory
 from agentcore.domain.scoring import content_cues
 from agentcore.services.memory_manager import ListRequest
-from agentcore.services.retrieval import SearchQuery
+from agentcore.services.retrieval import SearchQuery, prime_ranking_soon
 from tests.unit.conftest import Services
 
 ALICE = ScopeIds(user_id="alice")
@@ -236,3 +236,14 @@ async def test_a_written_memory_is_read_for_ranking_once_the_write_returns(
     clauses(content)  # what ranking a search that returns it calls
     assert _clauses.cache_info().hits == hits + 1
     assert content_cues(content) == (StageType.PLANNING,)  # "approach" is a planning cue
+
+
+async def test_a_batch_is_read_for_ranking_a_few_texts_per_turn_of_the_loop() -> None:
+    texts = [f"Deploy {new_id()} runs at {i} pm on Friday, not Monday" for i in range(20)]
+    parsed = _clauses.cache_info().misses
+    prime_ranking_soon(texts)
+    await asyncio.sleep(0)
+    assert _clauses.cache_info().misses == parsed + 8
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert _clauses.cache_info().misses == parsed + 20

@@ -7,7 +7,7 @@ L2-normalize; the last two inside the graph). Calls run one at a time on a threa
 embedder, so the event loop never waits on them and concurrent calls queue instead of competing
 for cores. Within a call, stored texts are embedded on ``threads`` onnxruntime threads (two by
 default: on two cores one turn of a conversation took 4.8 ms instead of 7.8 ms at the median,
-9 ms instead of 14 ms at p95, for 10% more CPU time); queries, a dozen tokens, run on one.
+9 ms instead of 14 ms at p95, for 10% more CPU time); int8 queries, a dozen tokens, run on one.
 
 Stored texts are embedded in fp32. Queries (``embed_query``) run, by default, on a second graph
 whose linear layers hold int8 weights: on these machines it took 4.5-6 ms per question against
@@ -69,7 +69,8 @@ class LocalMiniLMEmbedder:
         ``WEIGHTS_SHA256``, that package's weights. A missing or altered file raises
         ``ConfigurationError``. ``batch_size`` caps the texts per onnxruntime run.
         ``int8_queries`` embeds queries with int8 weights (the module doc); else in fp32.
-        ``threads``: onnxruntime threads that embed stored texts (queries run on one).
+        ``threads``: onnxruntime threads that embed stored texts (the int8 query graph runs on
+        one; fp32 queries share the stored texts' graph).
         """
         if batch_size < 1:
             raise ConfigurationError("the local embedder's batch size must be at least 1")
