@@ -10,7 +10,7 @@ ordered by scope precedence; the accesses are then noted for the background writ
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
@@ -211,23 +211,19 @@ class EnhancedRetrieval:
         return {sid: self._stage_types[sid] for sid in wanted if sid in self._stage_types}
 
 
-def prime_ranking(contents: Iterable[str]) -> None:
-    """Read now what ranking reads of each text (the contradiction check's clauses, the stage
-    cues, the error-correction words, each cached by text), so that the first searches that
-    return a new memory find it done: a text read cold cost a search about 0.2 ms."""
-    for content in contents:
-        clauses(content)
-        content_cues(content)
-        text_tokens(content)
-
-
 def prime_ranking_soon(contents: Sequence[str]) -> None:
-    """``prime_ranking`` on the event loop once the caller has returned, ``_PRIMED_PER_TURN``
-    texts per turn of the loop: a batch of a hundred never holds it for long."""
+    """Read what ranking reads of each text (the contradiction check's clauses, the stage cues,
+    the error-correction words, each cached by text) on the event loop once the caller has
+    returned, ``_PRIMED_PER_TURN`` texts per turn of the loop (a batch of a hundred never holds
+    it long): the first searches that return a new memory find it done, where a text read cold
+    cost a search about 0.2 ms."""
     loop = asyncio.get_running_loop()
 
     def step(start: int) -> None:
-        prime_ranking(contents[start : start + _PRIMED_PER_TURN])
+        for content in contents[start : start + _PRIMED_PER_TURN]:
+            clauses(content)
+            content_cues(content)
+            text_tokens(content)
         if start + _PRIMED_PER_TURN < len(contents):
             loop.call_soon(step, start + _PRIMED_PER_TURN)
 

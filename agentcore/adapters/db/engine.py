@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -113,3 +113,15 @@ class ThreadedReader:
     async def close(self) -> None:
         await asyncio.to_thread(self._executor.shutdown, wait=True)
         self._engine.dispose()
+
+
+def driver_rows(conn: Connection, sql: str, params: Sequence[Any]) -> list[Any]:
+    """The rows of one read-only SQLite statement (``?`` placeholders), as tuples straight from
+    the driver's cursor: for the search's hot reads, where SQLAlchemy's statement and result
+    handling cost more than SQLite's work."""
+    cursor = conn.connection.cursor()
+    try:
+        cursor.execute(sql, tuple(params))  # DB-API style: adapters' execute returns None
+        return list(cursor.fetchall())
+    finally:
+        cursor.close()

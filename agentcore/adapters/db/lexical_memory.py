@@ -36,6 +36,7 @@ from sqlalchemy import String, bindparam, text
 from sqlalchemy.engine import Connection
 
 from agentcore.adapters.db.dialect import chunks
+from agentcore.adapters.db.engine import driver_rows
 from agentcore.adapters.db.lexical import (
     CHANGES,
     FTS_DOCS,
@@ -73,8 +74,7 @@ _SCOPE_DOCS = text(_SELECT_DOCS + "WHERE d.scope_key = :key")
 _SOME_DOCS = text(_SELECT_DOCS + "WHERE d.memory_id IN :ids").bindparams(
     bindparam("ids", expanding=True, type_=String())
 )
-# Read before every search, through SQLite's own cursor (SQLAlchemy's statement handling
-# cost more than the query).
+# Read before every search (``driver_rows``: SQLAlchemy's handling cost more than the query).
 _CHANGED = f"SELECT seq, memory_id, scope_key FROM {CHANGES} WHERE seq > ? ORDER BY seq"
 _LAST_CHANGE = text(f"SELECT coalesce(max(seq), 0) FROM {CHANGES}")
 _OLDEST_CHANGE = text(f"SELECT min(seq) FROM {CHANGES}")
@@ -322,7 +322,7 @@ class MemoryLexicon:
                     if oldest is not None and oldest > after + 1:
                         return  # changes since the read are forgotten: load again later
                     self._hold(key, scope)
-                    changed = _changes(conn, after)
+                    changed = driver_rows(conn, _CHANGED, [after])
                     self._refresh(conn, {str(row[1]): key for row in changed if row[2] == key})
         except Exception:
             log.exception("loading the lexical documents of a scope failed")
@@ -334,7 +334,7 @@ class MemoryLexicon:
         if self._applied < 0:
             self._applied = int(conn.execute(_LAST_CHANGE).scalar_one())
             return
-        changed = _changes(conn, self._applied)
+        changed = driver_rows(conn, _CHANGED, [self._applied])
         if not changed:
             return
         if changed[0][0] != self._applied + 1:  # the log no longer holds what was missed
@@ -417,15 +417,6 @@ def _best(
     if len(candidates) > limit:
         candidates = candidates[np.argpartition(-scores[candidates], limit - 1)[:limit]]
     return [(float(scores[slot]), scope.memory_id(int(slot))) for slot in candidates]
-
-
-def _changes(conn: Connection, after: int) -> list[Any]:
-    """The change log's rows (seq, memory id, scope key) after ``after``, in order."""
-    cursor = conn.connection.cursor()
-    try:
-        return list(cursor.execute(_CHANGED, (after,)).fetchall())
-    finally:
-        cursor.close()
 
 
 def _epoch(value: str | None) -> float:

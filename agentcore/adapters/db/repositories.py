@@ -37,6 +37,7 @@ from agentcore.adapters.db.dialect import (
     json_object_matches,
     upsert,
 )
+from agentcore.adapters.db.engine import driver_rows
 from agentcore.adapters.db.lexical import LexicalWriter
 from agentcore.adapters.db.tables import (
     MemoryHistoryRow,
@@ -264,25 +265,20 @@ def select_by_ids(memory_ids: Sequence[str]) -> Iterator[Select[Any]]:
 
 
 def sqlite_memories(conn: Connection, memory_ids: Sequence[str]) -> list[Memory]:
-    """The memories of ``memory_ids`` (any order; duplicates once) read through SQLite's own
-    cursor, for the search's candidates: rows come back as tuples, and only the columns whose
+    """The memories of ``memory_ids`` (any order; duplicates once) read as the driver's tuples
+    (``driver_rows``), for the search's candidates: only the columns whose
     type stores something else than what it returns are converted (``_SQLITE_CONVERTED``),
     several times cheaper per row than SQLAlchemy's result processing."""
     found: list[Memory] = []
-    cursor = conn.connection.cursor()
-    try:
-        for part in chunks(list(dict.fromkeys(memory_ids))):
-            marks = ", ".join("?" * len(part))
-            cursor.execute(f"{_SQLITE_SELECT} WHERE id IN ({marks})", tuple(part))
-            for row in cursor.fetchall():
-                values = dict(zip(_SQLITE_COLUMNS, row, strict=True))
-                for name, read in _SQLITE_CONVERTED:
-                    value = values[name]
-                    if value is not None:
-                        values[name] = read(value)
-                found.append(memory_from_row(values))
-    finally:
-        cursor.close()
+    for part in chunks(list(dict.fromkeys(memory_ids))):
+        marks = ", ".join("?" * len(part))
+        for row in driver_rows(conn, f"{_SQLITE_SELECT} WHERE id IN ({marks})", part):
+            values = dict(zip(_SQLITE_COLUMNS, row, strict=True))
+            for name, read in _SQLITE_CONVERTED:
+                value = values[name]
+                if value is not None:
+                    values[name] = read(value)
+            found.append(memory_from_row(values))
     return found
 
 
