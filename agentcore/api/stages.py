@@ -7,7 +7,7 @@ reuses ``StageOut`` and ``StageMemoryOut`` from here.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -24,6 +24,14 @@ class StartStageParams(Params):
     stage_type: StageTypeName
     agent_id: Identifier | None = None
     session_id: Identifier | None = None
+    detect_transitions: bool = Field(
+        False,
+        description="let automatic detection end this stage (by default a declared stage "
+        "holds until the caller completes it or starts another)",
+    )
+    complexity: Annotated[float, Field(ge=0, le=1)] | None = Field(
+        None, description="how complex the work of the stage is (0-1): gentler compression"
+    )
 
 
 class TaskIdParams(Params):
@@ -44,10 +52,16 @@ class StageOut(BaseModel):
     completed_at: datetime | None
     agent_id: str | None
     session_id: str | None
-    reason: str = Field(description="why it started: explicit, or the detection's reason")
-    metadata: dict[str, Any] = Field(
-        description="signal, confidence, trigger_memory_id, previous_stage_id"
+    origin: Literal["declared", "detected"] = Field(
+        description="declared by a caller (it holds), or started by automatic detection"
     )
+    detect_transitions: bool = Field(description="whether detection may end this stage")
+    reason: str = Field(description="why it started: explicit, or the detection's reason")
+    detection: dict[str, Any] | None = Field(
+        description="for a stage a memory started: signal, confidence, reason, signals "
+        "(each phrase or marker seen, with its stage_type and weight), trigger_memory_id"
+    )
+    metadata: dict[str, Any] = Field(description="previous_stage_id, complexity")
 
     @classmethod
     def of(cls, s: Stage) -> StageOut:
@@ -60,8 +74,11 @@ class StageOut(BaseModel):
             completed_at=s.completed_at,
             agent_id=s.agent_id,
             session_id=s.session_id,
+            origin=s.origin.value,
+            detect_transitions=s.detect_transitions,
             reason=s.reason,
-            metadata=s.metadata,
+            detection=s.metadata.get("detection"),
+            metadata={k: v for k, v in s.metadata.items() if k != "detection"},
         )
 
 
@@ -121,7 +138,12 @@ class StageDetailResult(BaseModel):
 def stage_methods(service: StageManager) -> list[RpcMethod]:
     async def start(a: StartStageParams) -> StartStageResult:
         stage = await service.start(
-            a.task_id, a.stage_type, agent_id=a.agent_id, session_id=a.session_id
+            a.task_id,
+            a.stage_type,
+            agent_id=a.agent_id,
+            session_id=a.session_id,
+            detect_transitions=a.detect_transitions,
+            metadata=None if a.complexity is None else {"complexity": a.complexity},
         )
         previous = stage.metadata.get("previous_stage_id")
         return StartStageResult(
@@ -147,15 +169,18 @@ def stage_methods(service: StageManager) -> list[RpcMethod]:
             StartStageParams,
             StartStageResult,
             start,
-            "Make a stage of this type the task's active stage, completing the active one "
-            "(pending compression); returns the active stage itself when it has that type.",
+            "Declare a stage of this type the task's active stage, completing the active one "
+            "(pending compression); returns the active stage itself when it has that type. "
+            "Every memory added under the task joins it until it is completed or another "
+            "stage starts.",
         ),
         RpcMethod(
             "memory.stage.current",
             TaskIdParams,
             CurrentStageResult,
             current,
-            "The task's active stage, or null.",
+            "The task's active stage, or null: how it was set (declared or detected) and, "
+            "when detected, the detector's signals and confidence.",
         ),
         RpcMethod(
             "memory.stage.get",

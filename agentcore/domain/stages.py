@@ -1,22 +1,33 @@
 """COMPASS stages: the stage record, its compressed memory, the task context, and the detector
 that notices from an incoming memory that a task moved to another stage (FR-2.3).
 
+A stage is **declared** (an agent called ``memory.stage.start``, or named the stage in a
+memory's metadata) or **detected** (the detector started it). A declared stage holds: every
+memory added under its task belongs to it until the agent completes it or starts another,
+whatever the memories say. The detector only moves a task that has no stage open, a detected
+stage, or a declared stage whose caller asked for detection (``detect_transitions``).
+
 The detector is pure. Its signals, strongest first (the first one present decides):
 
 1. explicit: ``metadata.stage``, ``metadata.stage_type`` or ``metadata.stage_marker`` names a
-   stage type;
+   stage type (a declaration, honoured even inside a declared stage);
 2. ace: ``metadata.ace_signal`` or ``metadata.intervention`` targets a stage type, as a string
-   or an object with ``target_stage`` (or ``stage``/``stage_type``) and an optional ``type``;
+   or an object with ``target_stage`` (or ``stage``/``stage_type``) and an optional ``type``
+   (the ACE meta-thinker declaring, honoured like an explicit marker);
 3. action: ``metadata.kind`` (tool_call/tool_result → execution, error/lesson → reflection,
    check/test → verification, plan → planning) or ``metadata.tool``/``tool_name``
-   (→ execution); else word-bounded phrases in the content, scored: a strong phrase ("calling
-   tool", "lesson learned", "test passed", "plan:") weighs 0.9, a keyword ("executed", "error",
-   "verify", "strategy") 0.7, times 0.7 when it is not in the first sentence, plus 0.1 per other
-   matching phrase of the same stage. A negated phrase ("no errors") does not count. A stage
-   needs 0.6 and a lead of 0.15 over any other stage: one keyword deep in a long text, or two
-   stages matching equally, flips nothing;
-4. time: the active stage has lasted longer than the default stage duration → the next stage
-   of the cycle planning → execution → reflection → verification → planning.
+   (→ execution); else word-bounded phrases in the content. One phrase is never enough: an
+   agent writes "tests", "plan" or "error" in every stage. A stage needs at least
+   ``MIN_PHRASES`` different phrases, a confidence of 0.6 and a lead of 0.15 over any other
+   stage. Confidence: the strongest phrase ("calling tool", "lesson learned", "tests passed",
+   "plan:" weigh 0.9, a keyword such as "executed", "error", "verify" 0.7), times 0.7 when it
+   is not in the first sentence, plus 0.1 per other phrase of the same stage. A negated
+   phrase ("no errors") does not count;
+4. time: the active (detected) stage has lasted longer than the default stage duration → the
+   next stage of the cycle planning → execution → reflection → verification → planning.
+
+Every detection carries the phrases it saw (``signals``), for ``memory.stage.current`` to
+explain itself.
 """
 
 from __future__ import annotations
@@ -29,6 +40,11 @@ from enum import StrEnum
 from typing import Any
 
 from agentcore.domain.models import Memory, StageType
+
+
+class StageOrigin(StrEnum):
+    DECLARED = "declared"  # a caller named the stage: it holds against detection
+    DETECTED = "detected"  # the detector started it: detection may move the task on
 
 
 class StageStatus(StrEnum):
@@ -47,8 +63,16 @@ class Stage:
     agent_id: str | None = None
     session_id: str | None = None
     reason: str = "explicit"  # why it started: "explicit" or a detection's reason
-    # signal, confidence, trigger_memory_id, previous_stage_id (the stage this one ended)
+    # detection (signal, confidence, signals, trigger_memory_id), previous_stage_id (the stage
+    # this one ended), complexity (declared by the agent at start)
     metadata: dict[str, Any] = field(default_factory=dict)
+    origin: StageOrigin = StageOrigin.DECLARED
+    detect_transitions: bool = False  # a declared stage the detector may still end
+
+    @property
+    def holds(self) -> bool:
+        """Whether only a caller can end it (declared, and no detection asked for)."""
+        return self.origin is StageOrigin.DECLARED and not self.detect_transitions
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,11 +116,38 @@ class DetectionSignal(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class Evidence:
+    """One thing the detector saw: a phrase (with its weight where it stood) or a marker."""
+
+    stage_type: StageType
+    label: str
+    weight: float = 1.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"stage_type": self.stage_type.value, "label": self.label, "weight": self.weight}
+
+
+@dataclass(frozen=True, slots=True)
 class Detection:
     stage_type: StageType
     reason: str  # why, for people: the signal, what matched and where
     signal: DetectionSignal
     confidence: float = 1.0
+    evidence: tuple[Evidence, ...] = ()
+
+    @property
+    def origin(self) -> StageOrigin:
+        """Explicit markers and ACE signals are declarations; actions and time detections."""
+        declared = self.signal in (DetectionSignal.EXPLICIT, DetectionSignal.ACE)
+        return StageOrigin.DECLARED if declared else StageOrigin.DETECTED
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "signal": self.signal.value,
+            "confidence": self.confidence,
+            "reason": self.reason,
+            "signals": [e.to_dict() for e in self.evidence],
+        }
 
 
 NEXT_STAGE = {
@@ -106,6 +157,7 @@ NEXT_STAGE = {
     StageType.VERIFICATION: StageType.PLANNING,
 }
 
+MIN_PHRASES = 2
 MIN_CONFIDENCE = 0.6
 MIN_MARGIN = 0.15
 STRONG, KEYWORD = 0.9, 0.7
@@ -214,14 +266,14 @@ class StageDetector:
 
     def detect(self, memory: Memory, active: Stage | None, now: datetime) -> Detection | None:
         """The strongest signal present (explicit > ace > action > time), even when it names
-        the active stage's type (the caller then stays in it)."""
+        the active stage's type (the caller then stays in it). Inside a stage that holds only
+        a declaration (explicit or ace) counts."""
         metadata = memory.metadata
+        declared = _explicit(metadata) or _ace(metadata)
+        if declared is not None or (active is not None and active.holds):
+            return declared
         return (
-            _explicit(metadata)
-            or _ace(metadata)
-            or _action_metadata(metadata)
-            or _action_content(memory.content)
-            or self._time(active, now)
+            _action_metadata(metadata) or _action_content(memory.content) or self._time(active, now)
         )
 
     def _time(self, active: Stage | None, now: datetime) -> Detection | None:
@@ -230,11 +282,13 @@ class StageDetector:
         elapsed = (now - active.started_at).total_seconds()
         if elapsed <= self._duration:
             return None
+        stage = NEXT_STAGE[active.stage_type]
         return Detection(
-            NEXT_STAGE[active.stage_type],
+            stage,
             f"time: stage exceeded {self._duration} s "
             f"({active.stage_type.value} active for {int(elapsed)} s)",
             DetectionSignal.TIME,
+            evidence=(Evidence(stage, f"{active.stage_type.value} active {int(elapsed)} s"),),
         )
 
 
@@ -242,8 +296,12 @@ def _explicit(metadata: Mapping[str, Any]) -> Detection | None:
     for key in _EXPLICIT_KEYS:
         stage = parse_stage_type(metadata.get(key))
         if stage is not None:
+            label = f"metadata.{key}={stage.value}"
             return Detection(
-                stage, f"explicit: metadata.{key}={stage.value}", DetectionSignal.EXPLICIT
+                stage,
+                f"explicit: {label}",
+                DetectionSignal.EXPLICIT,
+                evidence=(Evidence(stage, label),),
             )
     return None
 
@@ -258,8 +316,9 @@ def _ace(metadata: Mapping[str, Any]) -> Detection | None:
         stage = parse_stage_type(value)
         if stage is not None:
             detail = f" ({str(kind)[:80]})" if isinstance(kind, str) and kind else ""
+            label = f"metadata.{key} targets {stage.value}{detail}"
             return Detection(
-                stage, f"ace: metadata.{key} targets {stage.value}{detail}", DetectionSignal.ACE
+                stage, f"ace: {label}", DetectionSignal.ACE, evidence=(Evidence(stage, label),)
             )
     return None
 
@@ -268,16 +327,19 @@ def _action_metadata(metadata: Mapping[str, Any]) -> Detection | None:
     kind = metadata.get("kind")
     if isinstance(kind, str) and kind.strip().lower() in _KIND_STAGES:
         stage = _KIND_STAGES[kind.strip().lower()]
+        label = f"metadata.kind={kind.strip().lower()}"
         return Detection(
-            stage, f"action: metadata.kind={kind.strip().lower()}", DetectionSignal.ACTION
+            stage, f"action: {label}", DetectionSignal.ACTION, evidence=(Evidence(stage, label),)
         )
     for key in _TOOL_KEYS:
         tool = metadata.get(key)
         if isinstance(tool, str) and tool.strip():
+            label = f"metadata.{key}={tool.strip()[:80]}"
             return Detection(
                 StageType.EXECUTION,
-                f"action: tool call (metadata.{key}={tool.strip()[:80]})",
+                f"action: tool call ({label})",
                 DetectionSignal.ACTION,
+                evidence=(Evidence(StageType.EXECUTION, label),),
             )
     return None
 
@@ -296,19 +358,31 @@ def _action_content(content: str) -> Detection | None:
     if not found:
         return None
     scores = {stage: _score(matches) for stage, matches in found.items()}
-    ranked = sorted(scores.items(), key=lambda item: -item[1])
-    best, confidence = ranked[0]
-    runner_up = ranked[1][1] if len(ranked) > 1 else 0.0
+    best = max(
+        (stage for stage, matches in found.items() if len(matches) >= MIN_PHRASES),
+        key=lambda stage: scores[stage],
+        default=None,
+    )
+    if best is None:
+        return None
+    confidence = scores[best]
+    runner_up = max((v for stage, v in scores.items() if stage is not best), default=0.0)
     if confidence < MIN_CONFIDENCE or confidence - runner_up < MIN_MARGIN:
         return None
-    matches = sorted(found[best], reverse=True)
+    matches = sorted(found[best], key=lambda match: -match[0])  # ties: in PHRASES order
     labels = ", ".join(repr(label) for _, label, _ in matches[:3])
     where = "the first sentence" if matches[0][2] else "the content"
+    evidence = tuple(
+        Evidence(stage, label, round(weight, 2))
+        for stage, stage_matches in found.items()
+        for weight, label, _ in sorted(stage_matches, key=lambda match: -match[0])
+    )
     return Detection(
         best,
         f"action: {labels} in {where} (confidence {confidence:.2f})",
         DetectionSignal.ACTION,
         round(confidence, 2),
+        evidence,
     )
 
 

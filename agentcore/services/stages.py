@@ -4,8 +4,9 @@ A task is a sequence of stages with at most one active stage (the database enfor
 Starting a stage ends the active one (status ``completed``, pending compression) unless the
 active stage already has the requested type: then the call returns the active stage, so a
 retried ``start`` does not split a stage. Every raw memory added under a task gets the task's
-active stage (``stage_for``, the ``StageResolver`` port); with automatic transitions on, the
-memory itself may move the task to another stage first (``agentcore.domain.stages``).
+active stage (``stage_for``, the ``StageResolver`` port). A declared stage holds; with
+automatic transitions on, a memory may start the task's first stage or move a detected stage
+on (``agentcore.domain.stages``). A memory that names its ``stage_id`` keeps it.
 
 A stage ended by a transition records nothing else: the orchestrator finds it with
 ``pending_compression`` (completed, no stage memory yet), and the stage that replaced it names
@@ -16,22 +17,22 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from agentcore.domain.clock import Clock
 from agentcore.domain.errors import Conflict, InvalidParams, InvalidState, StageNotFound
 from agentcore.domain.models import Memory, StageType, new_id
 from agentcore.domain.stages import (
-    Detection,
     Stage,
     StageDetector,
     StageMemory,
+    StageOrigin,
     StageStatus,
     TaskContext,
     parse_stage_type,
 )
-from agentcore.services.ports import UnitOfWorkFactory
+from agentcore.services.ports import UnitOfWork, UnitOfWorkFactory
 
 log = logging.getLogger(__name__)
 
@@ -40,9 +41,20 @@ log = logging.getLogger(__name__)
 _ATTEMPTS = 4
 
 
-# Given the task's active stage (or None): the stage type to move to, why, and what to record
-# on the new stage; None to stay.
-_Decision = tuple[StageType, str, dict[str, Any]] | None
+@dataclass(frozen=True, slots=True)
+class _Move:
+    """What ``_switch`` starts: the stage type, why, and how it was set."""
+
+    stage_type: StageType
+    reason: str
+    metadata: dict[str, Any]
+    origin: StageOrigin = StageOrigin.DECLARED
+    detect_transitions: bool = False
+    adopt: bool = False  # declare the active stage itself rather than start another
+
+
+# Given the task's active stage (or None): the move to make, or None to stay.
+_Decision = _Move | None
 
 
 class StageManager:
@@ -69,15 +81,24 @@ class StageManager:
         agent_id: str | None = None,
         session_id: str | None = None,
         reason: str = "explicit",
+        detect_transitions: bool = False,
+        metadata: dict[str, Any] | None = None,
     ) -> Stage:
-        """Make a stage of ``stage_type`` the task's active stage, ending the active one; the
-        active stage itself when it already has that type."""
+        """Make a declared stage of ``stage_type`` the task's active stage, ending the active
+        one; the active stage itself when it already has that type (a detected one becomes
+        declared). ``detect_transitions`` lets the detector end it; ``metadata`` (e.g. the
+        task's ``complexity``) is recorded on the stage."""
         wanted = _stage_type(stage_type)
+        move = _Move(wanted, reason, dict(metadata or {}), detect_transitions=detect_transitions)
 
         def decide(active: Stage | None) -> _Decision:
-            if active is not None and active.stage_type is wanted:
+            if active is None or active.stage_type is not wanted:
+                return move
+            if active.origin is StageOrigin.DECLARED and (
+                active.detect_transitions == detect_transitions
+            ):
                 return None
-            return wanted, reason, {}
+            return replace(move, adopt=True)
 
         stage = await self._switch(task_id, decide, agent_id, session_id)
         assert stage is not None, "start always leaves an active stage"
@@ -177,7 +198,8 @@ class StageManager:
         detection = self._detector.detect(memory, active, self._clock())
         if detection is None or (active is not None and detection.stage_type is active.stage_type):
             return None
-        return detection.stage_type, detection.reason, _detection_metadata(detection, memory)
+        metadata = {"detection": {**detection.to_dict(), "trigger_memory_id": memory.id}}
+        return _Move(detection.stage_type, detection.reason, metadata, detection.origin)
 
     async def _switch(
         self,
@@ -196,36 +218,59 @@ class StageManager:
                     decision = decide(active)
                     if decision is None:
                         return active
-                    now = self._clock()
-                    stage_type, reason, metadata = decision
-                    if active is not None:
-                        metadata = {**metadata, "previous_stage_id": active.id}
-                        ended = replace(active, status=StageStatus.COMPLETED, completed_at=now)
-                        await uow.stages.update(ended)
-                    stage = Stage(
-                        id=new_id(),
-                        task_id=task_id,
-                        stage_type=stage_type,
-                        status=StageStatus.ACTIVE,
-                        started_at=now,
-                        agent_id=agent_id,
-                        session_id=session_id,
-                        reason=reason,
-                        metadata=metadata,
-                    )
-                    await uow.stages.add(stage)
+                    stage = await self._apply(uow, task_id, active, decision, agent_id, session_id)
                     await uow.commit()
+                    if decision.adopt:
+                        return stage
             except Conflict:
                 continue
             log.info(
                 "task %s: stage %s -> %s (%s)",
                 task_id,
                 None if active is None else active.stage_type.value,
-                stage_type.value,
-                reason,
+                decision.stage_type.value,
+                decision.reason,
             )
             return stage
         raise Conflict("the task's stage is being changed concurrently; retry", task_id=task_id)
+
+    async def _apply(
+        self,
+        uow: UnitOfWork,
+        task_id: str,
+        active: Stage | None,
+        move: _Move,
+        agent_id: str | None,
+        session_id: str | None,
+    ) -> Stage:
+        """Declare the active stage (``adopt``), or end it and start the stage of ``move``."""
+        if move.adopt and active is not None:
+            adopted = replace(
+                active, origin=move.origin, detect_transitions=move.detect_transitions
+            )
+            await uow.stages.update(adopted)
+            return adopted
+        now = self._clock()
+        metadata = move.metadata
+        if active is not None:
+            metadata = {**metadata, "previous_stage_id": active.id}
+            ended = replace(active, status=StageStatus.COMPLETED, completed_at=now)
+            await uow.stages.update(ended)
+        stage = Stage(
+            id=new_id(),
+            task_id=task_id,
+            stage_type=move.stage_type,
+            status=StageStatus.ACTIVE,
+            started_at=now,
+            agent_id=agent_id,
+            session_id=session_id,
+            reason=move.reason,
+            metadata=metadata,
+            origin=move.origin,
+            detect_transitions=move.detect_transitions,
+        )
+        await uow.stages.add(stage)
+        return stage
 
 
 def _stage_type(value: StageType | str) -> StageType:
@@ -237,11 +282,3 @@ def _stage_type(value: StageType | str) -> StageType:
             errors=[{"field": "stage_type", "message": f"one of: {allowed}"}],
         )
     return parsed
-
-
-def _detection_metadata(detection: Detection, memory: Memory) -> dict[str, Any]:
-    return {
-        "signal": detection.signal.value,
-        "confidence": detection.confidence,
-        "trigger_memory_id": memory.id,
-    }

@@ -21,7 +21,7 @@ from agentcore.domain.clock import utcnow
 from agentcore.domain.errors import Conflict
 from agentcore.domain.models import ScopeIds, StageType
 from agentcore.domain.records import NewMemory
-from agentcore.domain.stages import Stage, StageMemory, StageStatus, TaskContext
+from agentcore.domain.stages import Stage, StageMemory, StageOrigin, StageStatus, TaskContext
 from agentcore.services.memory_manager import ListRequest, MemoryManager
 from agentcore.services.ports import StageMemoryRepository, StageRepository, TaskContextRepository
 from agentcore.services.stages import StageManager
@@ -82,7 +82,10 @@ async def test_memories_of_a_task_join_its_stage_and_a_tool_call_moves_it(
     memories = memory_manager(stack, stages)
     assert (await memories.add(NewMemory("Book a trip to Lisbon.", SCOPE))).stage_id is None
 
-    planning = await stages.start(SCOPE.task_id or "", "planning", agent_id="planner")
+    planning = await stages.start(
+        SCOPE.task_id or "", "planning", agent_id="planner", detect_transitions=True
+    )
+    assert (await stages.current(SCOPE.task_id or "")) == planning  # origin and opt-in stored
     plan = await memories.add(NewMemory("Plan: compare fares, then book the cheapest.", SCOPE))
     note = await memories.add(NewMemory("The budget is 600 euros.", SCOPE))
     assert (plan.stage_id, note.stage_id) == (planning.id, planning.id)
@@ -100,7 +103,8 @@ async def test_memories_of_a_task_join_its_stage_and_a_tool_call_moves_it(
         StageType.EXECUTION,
         "action: metadata.kind=tool_call",
     )
-    assert execution.metadata["trigger_memory_id"] == call.id
+    assert execution.origin is StageOrigin.DETECTED
+    assert execution.metadata["detection"]["trigger_memory_id"] == call.id
     assert execution.metadata["previous_stage_id"] == planning.id
     assert call.stage_id == execution.id
     assert (await stages.get(planning.id)).status is StageStatus.COMPLETED

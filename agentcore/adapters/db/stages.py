@@ -1,5 +1,6 @@
 """COMPASS records in SQL: ``stages``, ``stage_memories`` and ``task_contexts`` (revision 0001;
-0004 adds the partial unique index that allows one active stage per task)."""
+0004 adds the partial unique index that allows one active stage per task, 0007 how a stage
+was set)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from agentcore.adapters.db.dialect import insert_ignoring_conflicts, upsert
 from agentcore.adapters.db.tables import StageMemoryRow, StageRow, TaskContextRow
 from agentcore.domain.errors import Conflict, StageNotFound
 from agentcore.domain.models import StageType
-from agentcore.domain.stages import Stage, StageMemory, StageStatus, TaskContext
+from agentcore.domain.stages import Stage, StageMemory, StageOrigin, StageStatus, TaskContext
 
 _STAGES = cast(Table, StageRow.__table__)
 _STAGE_MEMORIES = cast(Table, StageMemoryRow.__table__)
@@ -32,6 +33,8 @@ def _stage_values(stage: Stage) -> dict[str, Any]:
         "session_id": stage.session_id,
         "detection_reason": stage.reason,
         "metadata": dict(stage.metadata),
+        "origin": stage.origin.value,
+        "detect_transitions": stage.detect_transitions,
     }
 
 
@@ -47,6 +50,8 @@ def _stage(row: RowMapping) -> Stage:
         session_id=row["session_id"],
         reason=row["detection_reason"] or "",
         metadata=dict(row["metadata"] or {}),
+        origin=StageOrigin(row["origin"]),
+        detect_transitions=bool(row["detect_transitions"]),
     )
 
 

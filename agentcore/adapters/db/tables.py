@@ -18,6 +18,7 @@ from sqlalchemy import (
     MetaData,
     String,
     Text,
+    false,
     text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -166,6 +167,8 @@ class StageRow(Base):
     session_id: Mapped[str | None] = mapped_column(String(ID_LEN))
     detection_reason: Mapped[str | None] = mapped_column(Text)
     metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", json_type(), nullable=False)
+    origin: Mapped[str] = mapped_column(String(16), server_default="declared")  # 0007
+    detect_transitions: Mapped[bool] = mapped_column(Boolean, server_default=false())
 
 
 class StageMemoryRow(Base):
