@@ -73,6 +73,7 @@ _SUBORDINATOR = re.compile(
     r"once|as long as|in case|otherwise|except|so that|or else|by|within|no later than)\b",
     re.IGNORECASE,
 )
+_RELATIVE = re.compile(r"^(?:which|who|whom|whose|where)\b", re.IGNORECASE)
 _PARTICIPLE_IRREGULAR = _word_set(
     "done made kept set sent paid built held put run shut met read written taken given seen "
     "known shown brought bought told left found got gotten had"
@@ -317,7 +318,10 @@ def _sentence_facts(sentence: str) -> list[tuple[str, FactKind]]:
         if kind is None or index in taken:
             continue
         start, end = index, index + 1
-        # A condition or deadline attached to the clause belongs to the fact.
+        # A relative clause needs what it refers to ("the admin export, which holds at most
+        # 500 rows"); a condition or deadline attached to the clause belongs to the fact.
+        if start > 0 and _RELATIVE.match(clauses[start]):
+            start -= 1
         if start > 0 and _SUBORDINATOR.match(clauses[start - 1]):
             start -= 1
         while end < len(clauses) and (
@@ -400,27 +404,42 @@ def _participle(word: str) -> bool:
 
 def merge_duplicates(facts: Sequence[CriticalFact]) -> list[CriticalFact]:
     """Facts that another fact retains (a repeated or restated rule) merge into it: the one
-    that says more keeps its content, the earlier its position; sources are joined."""
+    that says more keeps its content, the earlier its position; sources are joined. A flagged
+    fact keeps its words: it absorbs what it retains, is merged only into the same text, and
+    a wider unflagged fact stays beside it."""
     kept: list[CriticalFact] = []
     kept_terms: list[Terms] = []
     for fact in facts:
         t = terms(fact.content)
         for index, other in enumerate(kept_terms):
-            if t.negations % 2 != other.negations % 2:
-                continue
-            wider = None if not covered(t, other) else kept[index]
-            if wider is None and covered(other, t):
-                wider, kept_terms[index] = fact, t
+            wider = _wider(kept[index], other, fact, t)
             if wider is not None:
                 first = kept[index]
                 ids = tuple(dict.fromkeys((*first.source_ids, *fact.source_ids)))
                 kind = min(first.kind, fact.kind, key=PRIORITY.index)
                 kept[index] = CriticalFact(wider.content, kind, ids, first.position)
+                kept_terms[index] = terms(wider.content)
                 break
         else:
             kept.append(fact)
             kept_terms.append(t)
     return kept
+
+
+def _wider(
+    old: CriticalFact, old_terms: Terms, new: CriticalFact, new_terms: Terms
+) -> CriticalFact | None:
+    """The fact whose content stands when ``new`` merges into ``old``; None: no merge."""
+    if old_terms.negations % 2 != new_terms.negations % 2:
+        return None
+    flagged = (old.kind is FactKind.FLAGGED, new.kind is FactKind.FLAGGED)
+    if all(flagged):
+        return old if old.content.strip() == new.content.strip() else None
+    if covered(new_terms, old_terms) and not flagged[1]:
+        return old
+    if covered(old_terms, new_terms) and not flagged[0]:
+        return new
+    return None
 
 
 def covered(fact: Terms, window: Terms) -> bool:

@@ -25,7 +25,7 @@ are inside the summary anyway).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
@@ -36,6 +36,7 @@ from agentcore.domain.critical_facts import (
     FactKind,
     Passage,
     SourceIndex,
+    compact,
     extract_critical_facts,
     merge_duplicates,
     missing_facts,
@@ -49,6 +50,7 @@ STAGE_TARGET_RATIO = 10.0
 TASK_TARGET_RATIO = 5.0
 MIN_TARGET_RATIO = 1.5
 FALLBACK_DIVISORS = (1.0, 1.5, 2.0)
+FACT_SHARE = 0.9  # at most this share of a summary goes to critical facts when they crowd it
 Level = Literal["stage", "task"]
 
 
@@ -142,6 +144,7 @@ class Attempt:
     passed: bool
     verbatim_facts: bool = False
     error: str | None = None  # the error code when the engine failed
+    repaired: bool = False  # the draft lost facts and passed once they were appended
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -165,6 +168,7 @@ class CompressionResult:
     usage: TokenUsage | None  # model tokens of every attempt (for the cost tracker)
     passed: bool = True  # the accepted draft passed the check (False only past the last resort)
     kept_whole: bool = False  # the input was too small to compress
+    ratio_reasons: tuple[str, ...] = ()  # why the target or the achieved ratio is not the base
 
     def quality_metrics(self) -> dict[str, Any]:
         """The check's numbers, JSON-able (``stage_memories.quality_metrics``)."""
@@ -176,6 +180,13 @@ class CompressionResult:
             "passed": self.passed,
             "kept_whole": self.kept_whole,
             "fallback": self.fallback,
+            "ratio_reasons": list(self.ratio_reasons),
+            "repaired": bool(self.attempts) and self.attempts[-1].repaired,
+            "repaired_drafts": sum(1 for a in self.attempts if a.repaired),
+            # the engine that took over from the first one (an LLM's drafts failed the check)
+            "replaced_by": None
+            if not self.attempts or self.attempts[0].engine == self.engine
+            else self.engine,
             "attempts": [a.to_dict() for a in self.attempts],
         }
 
@@ -200,6 +211,20 @@ class Aggressiveness:
         wrong = [name for name, v in values.items() if v is not None and not 0 <= v <= 1]
         if wrong:
             raise InvalidParams("aggressiveness signals must be between 0 and 1", errors=wrong)
+
+    def describe(self) -> str:
+        """The signals that are set, for people: "complexity 0.60, error rate 0.25"."""
+        parts = [
+            f"{name} {value:.2f}"
+            for name, value in (
+                ("complexity", self.complexity),
+                ("error rate", self.error_rate),
+                ("budget used", self.budget_used),
+                ("recent retention", self.recent_retention),
+            )
+            if value
+        ]
+        return ", ".join(parts) or "no signal"
 
 
 def adaptive_target_ratio(
@@ -328,14 +353,19 @@ class ContextCompressor:
     ) -> CompressionResult:
         if base_target <= 1:
             raise InvalidParams("the target ratio must be above 1", errors=["target_ratio"])
-        target = base_target
+        target, reasons = base_target, []
         if aggressiveness is not None:
             target = adaptive_target_ratio(
                 base_target, aggressiveness, quality_threshold=self._threshold
             )
+            if abs(target - base_target) > 1e-9:
+                reasons.append(
+                    f"adapted from {base_target:g}:1 to {target:.2f}:1 ({aggressiveness})"
+                )
         input_tokens = self._tokens.count("\n".join(i.content for i in items)) if items else 0
         if input_tokens / target < self._min_summary_tokens:
             return self._kept_whole(items, facts, input_tokens, target)
+        target = self._room_for_facts(facts, input_tokens, target, reasons)
         index = SourceIndex([*(i.content for i in items), *(f.content for f in facts)])
         results: list[_Checked] = []
         usage: list[TokenUsage] = []
@@ -357,11 +387,50 @@ class ContextCompressor:
             if draft.usage is not None:
                 usage.append(draft.usage)
             checked = self._check(draft, request, facts, index, input_tokens, step)
+            if not checked.attempt.passed and checked.lost:
+                checked = self._repaired(checked, request, facts, index, input_tokens, step)
             results.append(checked)
             if checked.attempt.passed:
                 break
             lost = checked.lost
-        return self._result(results, input_tokens, target, usage)
+        return self._result(results, input_tokens, target, usage, reasons)
+
+    def _room_for_facts(
+        self, facts: Sequence[CriticalFact], input_tokens: int, target: float, reasons: list[str]
+    ) -> float:
+        """``target``, or a gentler one whose budget holds every critical fact (compacted) with
+        a tenth to spare, when the facts alone need more than ``target`` allows (its budget
+        plus the tolerance)."""
+        if not facts:
+            return target
+        needed = self._tokens.count("\n".join(compact(f.content) or f.content for f in facts))
+        room = input_tokens / (target * (1 - self._tolerance))
+        if needed <= room:
+            return target
+        gentler = max(input_tokens / (needed / FACT_SHARE), 1.0)
+        reasons.append(
+            f"the {len(facts)} critical facts need {needed} tokens, more than the {room:.0f} "
+            f"that {target:.2f}:1 allows; relaxed to {gentler:.2f}:1 to keep them all"
+        )
+        return gentler
+
+    def _repaired(
+        self,
+        checked: _Checked,
+        request: CompressionRequest,
+        facts: Sequence[CriticalFact],
+        index: SourceIndex,
+        input_tokens: int,
+        step: _Step,
+    ) -> _Checked:
+        """The draft with the facts it lost appended, when that passes the check (an LLM that
+        dropped a constraint costs no second call); else the draft as it was."""
+        extra = "\n".join(compact(fact) or fact for fact in checked.lost)
+        mended = replace(checked.draft, summary=f"{checked.draft.summary.rstrip()}\n{extra}")
+        again = self._check(mended, request, facts, index, input_tokens, step)
+        if not again.attempt.passed:
+            return checked
+        return replace(again, attempt=replace(again.attempt, repaired=True))
 
     def _ladder(self) -> list[_Step]:
         last = FALLBACK_DIVISORS[-1]
@@ -438,7 +507,12 @@ class ContextCompressor:
         return _Checked(attempt, Draft(""), (), 0, (), ())
 
     def _result(
-        self, results: list[_Checked], input_tokens: int, target: float, usage: list[TokenUsage]
+        self,
+        results: list[_Checked],
+        input_tokens: int,
+        target: float,
+        usage: list[TokenUsage],
+        reasons: list[str],
     ) -> CompressionResult:
         drafted = [r for r in results if r.attempt.error is None]
         accepted = next((r for r in drafted if r.attempt.passed), drafted[-1])
@@ -459,6 +533,7 @@ class ContextCompressor:
             attempts=attempts,
             usage=_total_usage(usage),
             passed=accepted.attempt.passed,
+            ratio_reasons=(*reasons, *_outcome_reasons(accepted, target, self._tolerance)),
         )
 
     def _kept_whole(
@@ -504,6 +579,21 @@ def merge_facts(first: Sequence[CriticalFact], then: Sequence[CriticalFact]) -> 
     priority order of kind for equal positions."""
     merged = merge_duplicates([*first, *then])
     return sorted(merged, key=lambda f: (f.position, PRIORITY.index(f.kind)))
+
+
+def _outcome_reasons(accepted: _Checked, target: float, tolerance: float) -> list[str]:
+    """Why the accepted draft's ratio is off the target, when it is."""
+    attempt = accepted.attempt
+    if target * (1 - tolerance) <= attempt.ratio <= target * (1 + tolerance):
+        return []
+    if attempt.ratio > target:
+        return [
+            f"the input repeats itself: every distinct sentence fits in {accepted.output_tokens} "
+            f"tokens ({attempt.ratio:.2f}:1)"
+        ]
+    if attempt.verbatim_facts:
+        return [f"the last resort keeps every critical fact word for word ({attempt.ratio:.2f}:1)"]
+    return [f"no draft met {target:.2f}:1 ±{tolerance:.0%}; the closest was kept"]
 
 
 def _usage_of_failure(exc: AgentCoreError) -> list[TokenUsage]:

@@ -158,6 +158,18 @@ async def test_agent_stage_keeps_rules_fix_and_reports_patterns(
     assert result.input_tokens > 10 * result.output_tokens * 0.8
 
 
+async def test_repetitive_log_lines_still_compress_to_the_target(
+    compressor: ContextCompressor,
+) -> None:
+    """A loop's log: every line repeats the others but for its number. The distinct lines fit
+    in a third of the budget; the variants fill the rest instead of a 30:1 summary."""
+    lines = [f"Loaded batch {i} of the invoices; the totals matched the ledger." for i in range(30)]
+    result = await compressor.compress_stage(_items(lines))
+    assert 8 <= result.ratio <= 12
+    assert result.passed
+    assert len(set(result.summary.splitlines())) == len(result.summary.splitlines())
+
+
 async def test_the_same_input_gives_the_same_summary(compressor: ContextCompressor) -> None:
     first = await compressor.compress_stage(_items(AGENT_STAGE))
     second = await compressor.compress_stage(_items(AGENT_STAGE))
@@ -167,8 +179,8 @@ async def test_the_same_input_gives_the_same_summary(compressor: ContextCompress
 async def test_facts_that_do_not_fit_make_the_ratio_gentler(
     compressor: ContextCompressor,
 ) -> None:
-    """Every memory is a flagged fact: at 10:1 most would be lost, so the ladder steps down
-    until all are kept, and records each attempt."""
+    """Most of the stage is flagged facts: 10:1 cannot hold them, so the target is relaxed to
+    what they need before the first draft, and the record says why."""
     facts = [
         f"Customer {name} must be invoiced in {currency} and never before day {day}."
         for name, currency, day in [
@@ -186,23 +198,18 @@ async def test_facts_that_do_not_fit_make_the_ratio_gentler(
     ]
     result = await compressor.compress_stage(items)
 
-    assert result.fallback
-    first = result.attempts[0]
-    assert not first.passed
-    assert first.retention < 0.95
-    assert result.attempts[-1].passed
-    assert [a.target_ratio for a in result.attempts] == sorted(
-        (a.target_ratio for a in result.attempts), reverse=True
-    )
     assert result.retention == 1.0
-    assert result.ratio < 8
-    assert result.target_ratio == 10
-    metrics = result.quality_metrics()
-    assert metrics["fallback"] is True
-    assert len(metrics["attempts"]) == len(result.attempts)
+    assert all(f in [c.content for c in result.critical_facts] for f in facts)  # verbatim
+    assert result.passed
+    assert result.target_ratio < 8
+    assert result.ratio == pytest.approx(result.input_tokens / result.output_tokens)
+    assert 0.8 * result.target_ratio <= result.ratio <= 1.2 * result.target_ratio
+    [reason] = result.quality_metrics()["ratio_reasons"]
+    assert reason.startswith("the 5 critical facts need ")
+    assert f"relaxed to {result.target_ratio:.2f}:1" in reason
 
 
-async def test_the_last_resort_keeps_every_fact_verbatim(compressor: ContextCompressor) -> None:
+async def test_the_last_resort_keeps_every_fact_verbatim(counter: BpeTokenCounter) -> None:
     facts = [
         f"Rule {n}: deployments of service {n} must never run between {n}:00 and {n + 1}:00."
         for n in range(1, 13)
@@ -210,8 +217,11 @@ async def test_the_last_resort_keeps_every_fact_verbatim(compressor: ContextComp
     items = _items(["Short note about the rollout plan for this quarter."] * 3) + [
         CompressionItem(f"f{n}", text, critical=True) for n, text in enumerate(facts)
     ]
-    result = await compressor.compress_stage(items)
+    flipped = Draft("Deployments of service 1 must always run between 1:00 and 2:00.")
+    engine = ScriptedEngine(flipped, flipped, flipped, ExtractiveEngine(counter))
+    result = await ContextCompressor(engine, counter).compress_stage(items)
 
+    assert [a.contradictions for a in result.attempts[:3]] == [1, 1, 1]
     last = result.attempts[-1]
     assert last.verbatim_facts
     assert last.passed
@@ -271,6 +281,30 @@ async def test_contradicting_drafts_are_rejected_and_the_extractive_ladder_takes
     assert result.contradictions == ()
     assert result.summary == good
     assert result.usage == TokenUsage("m", 20, 10)
+    assert result.quality_metrics()["replaced_by"] == "extractive"
+
+
+async def test_a_draft_that_loses_a_fact_is_repaired_when_the_fact_fits(
+    counter: BpeTokenCounter,
+) -> None:
+    items = _items(AGENT_STAGE)
+    good = await _extractive_summary(counter, items)
+    lossy = "\n".join(line for line in good.splitlines() if "release branch" not in line)
+    engine = ScriptedEngine(Draft(lossy))
+    compressor = ContextCompressor(engine, counter, fallback_engine=ExtractiveEngine(counter))
+
+    result = await compressor.compress_stage(items)
+
+    [attempt] = result.attempts
+    assert (attempt.repaired, attempt.passed, attempt.retention) == (True, True, 1.0)
+    assert result.summary.startswith(lossy)
+    assert "release branch" in result.summary.removeprefix(lossy)
+    metrics = result.quality_metrics()
+    assert (metrics["repaired"], metrics["repaired_drafts"], metrics["replaced_by"]) == (
+        True,
+        1,
+        None,
+    )
 
 
 async def test_a_draft_that_loses_a_fact_is_retried_with_the_fact_named(
@@ -278,13 +312,17 @@ async def test_a_draft_that_loses_a_fact_is_retried_with_the_fact_named(
 ) -> None:
     items = _items(AGENT_STAGE)
     good = await _extractive_summary(counter, items)
-    lossy = "\n".join(line for line in good.splitlines() if "release branch" not in line)
+    # Too long already: the lost fact cannot be appended within the ratio.
+    lossy = "\n".join(
+        [line for line in good.splitlines() if "release branch" not in line] + AGENT_STAGE[:8]
+    )
     engine = ScriptedEngine(Draft(lossy), ExtractiveEngine(counter))
     compressor = ContextCompressor(engine, counter, fallback_engine=ExtractiveEngine(counter))
 
     result = await compressor.compress_stage(items)
 
     assert result.attempts[0].retention < 1
+    assert not result.attempts[0].repaired
     [lost] = engine.requests[1].lost_facts
     assert "release branch" in lost
     assert result.engine == "llm:scripted"

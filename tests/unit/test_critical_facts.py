@@ -100,6 +100,28 @@ def test_every_sentence_of_a_flagged_memory_is_critical() -> None:
     ]
 
 
+def test_a_flagged_fact_keeps_its_own_words() -> None:
+    flagged = "Never deploy the billing service on a Friday."
+    passages = [
+        Passage("a", "Never deploy the billing service or the ledger on a Friday afternoon."),
+        Passage("b", flagged, flagged=True),
+        Passage("c", "Never deploy the billing service on a Friday."),  # the same rule again
+        Passage("d", "Never deploy the billing service on Friday.", flagged=True),
+    ]
+    facts = extract_critical_facts(passages)
+    contents = [f.content for f in facts]
+    assert flagged in contents  # not replaced by the wider unflagged rule beside it
+    assert "Never deploy the billing service on Friday." in contents  # flagged, own words
+    assert [f.kind for f in facts] == [FactKind.CONSTRAINT, FactKind.FLAGGED, FactKind.FLAGGED]
+    assert facts[0].source_ids == ("a", "c")  # the repeated rule merged into the first
+
+
+def test_a_relative_clause_keeps_what_it_refers_to() -> None:
+    assert _facts("The admin has its own export, which holds at most 500 rows.") == [
+        ("The admin has its own export, which holds at most 500 rows.", FactKind.CONSTRAINT)
+    ]
+
+
 def test_a_repeated_rule_is_one_fact_with_both_sources() -> None:
     passages = [
         Passage("a", "Never push directly to the main branch."),

@@ -105,6 +105,11 @@ class ExtractiveEngine:
         chosen, candidates = self._select(request, labels, units, _fact_units(request))
         self._trim(request, labels, chosen)
         summary = self._top_up(request, labels, chosen, candidates)
+        if self._tokens.count(summary) < request.min_tokens:
+            # Repetitive input (a loop's log lines) runs out of new sentences: the variants
+            # (other numbers, other names) fill the budget rather than leave it unused.
+            variants = sorted(units, key=lambda u: -u.score)
+            summary = self._top_up(request, labels, chosen, variants, allow_repeats=True)
         return Draft(
             summary=summary,
             insights=self._insights(units),
@@ -188,21 +193,28 @@ class ExtractiveEngine:
         labels: list[str | None],
         chosen: list[_Unit],
         candidates: list[_Unit],
+        *,
+        allow_repeats: bool = False,
     ) -> str:
         """The printed summary; when its exact count is under ``min_tokens``, the best unused
-        sentences (or their cuts) that keep it within ``max_tokens`` are added."""
+        sentences (or their cuts) that keep it within ``max_tokens`` are added: sentences that
+        repeat a chosen one only with ``allow_repeats``, and never the same text twice."""
         summary = _render(labels, chosen)
         size = self._tokens.count(summary)
         taken = {(u.item, u.order) for u in chosen}
+        texts = {u.text for u in chosen}
         for unit in candidates:
             if size >= request.min_tokens:
                 break
-            if (unit.item, unit.order) in taken or _repeats(unit, chosen):
+            if (unit.item, unit.order) in taken or unit.text in texts:
+                continue
+            if not allow_repeats and _repeats(unit, chosen):
                 continue
             for option in [unit, *self._cuts(unit)]:
                 trial = _render(labels, [*chosen, option])
                 if self._tokens.count(trial) <= request.max_tokens:
                     chosen.append(option)
+                    texts.add(option.text)
                     summary, size = trial, self._tokens.count(trial)
                     break
         return summary
