@@ -8,19 +8,27 @@ Without ``REDIS_URL`` (embedded mode) there is no worker: jobs run in the API pr
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from celery import Celery
+from celery.signals import task_prerun
 
-from agentcore.adapters.jobs.celery_queue import RUN_JOB
+from agentcore.adapters.jobs.celery_queue import (
+    HEARTBEAT_SECONDS,
+    HEARTBEAT_TTL,
+    RUN_JOB,
+    heartbeat_key,
+)
 from agentcore.bootstrap import Container, build_container
 from agentcore.config import Settings
 from agentcore.domain.errors import ConfigurationError
 from agentcore.services.jobs import run_job
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 class WorkerRuntime:
@@ -78,10 +86,45 @@ def celery_app(settings: Settings) -> Celery:
 
 
 def register_tasks(app: Celery, runtime: WorkerRuntime) -> None:
-    @app.task(name=RUN_JOB)  # type: ignore[untyped-decorator]
-    def run(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
+    @app.task(name=RUN_JOB, bind=True)  # type: ignore[untyped-decorator]
+    def run(task: Any, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
         """One job of the container's handlers; always returns a JSON envelope."""
-        return runtime.run(lambda c: run_job(c.job_handlers, kind, payload))
+        with _Heartbeat(app, str(task.request.id)):
+            return runtime.run(lambda c: run_job(c.job_handlers, kind, payload))
+
+    def first_beat(task_id: str, task: Any, **_: Any) -> None:
+        # Before Celery marks the job STARTED, so a started job always has a heartbeat.
+        if getattr(task, "name", None) == RUN_JOB:
+            app.backend.client.set(heartbeat_key(task_id), 1, ex=HEARTBEAT_TTL)
+
+    task_prerun.connect(first_beat, weak=False)
+
+
+class _Heartbeat:
+    """Refreshes a job's heartbeat key from a thread while the job runs (the queue reads a
+    started job without one as lost), and deletes it when the job ends."""
+
+    def __init__(self, app: Celery, job_id: str) -> None:
+        self._client = app.backend.client
+        self._key = heartbeat_key(job_id)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name="job-heartbeat", daemon=True)
+
+    def __enter__(self) -> None:
+        self._client.set(self._key, 1, ex=HEARTBEAT_TTL)
+        self._thread.start()
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._client.delete(self._key)
+
+    def _beat(self) -> None:
+        while not self._stop.wait(HEARTBEAT_SECONDS):
+            try:
+                self._client.set(self._key, 1, ex=HEARTBEAT_TTL)
+            except Exception:  # Redis away for a moment: the next beat tries again
+                log.warning("job heartbeat failed", exc_info=True)
 
 
 def run_worker(settings: Settings, loglevel: str = "INFO") -> None:

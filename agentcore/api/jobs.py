@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from agentcore.api.params import Identifier, Params
 from agentcore.api.rpc import RpcMethod
@@ -18,14 +18,23 @@ class JobParams(Params):
 
 class JobResult(BaseModel):
     job_id: str
-    state: str  # pending, running, succeeded or failed
-    result: dict[str, Any] | None
-    error: dict[str, Any] | None
+    status: Literal["queued", "running", "succeeded", "failed"]
+    result: dict[str, Any] | None = Field(
+        description="when succeeded: the job's record; for a stage compression exactly the "
+        "stage and stage_memory that memory.stage.complete returns when it waits"
+    )
+    error: dict[str, Any] | None = Field(
+        description="when failed: code, message and retryable (a job whose worker stopped "
+        "fails with a retryable code)"
+    )
 
     @classmethod
     def of(cls, status: JobStatus) -> JobResult:
         return cls(
-            job_id=status.job_id, state=status.state.value, result=status.result, error=status.error
+            job_id=status.job_id,
+            status=status.state.value,
+            result=status.result,
+            error=status.error,
         )
 
 

@@ -65,21 +65,7 @@ class StageOut(BaseModel):
 
     @classmethod
     def of(cls, s: Stage) -> StageOut:
-        return cls(
-            id=s.id,
-            task_id=s.task_id,
-            stage_type=s.stage_type.value,
-            status=s.status.value,
-            started_at=s.started_at,
-            completed_at=s.completed_at,
-            agent_id=s.agent_id,
-            session_id=s.session_id,
-            origin=s.origin.value,
-            detect_transitions=s.detect_transitions,
-            reason=s.reason,
-            detection=s.metadata.get("detection"),
-            metadata={k: v for k, v in s.metadata.items() if k != "detection"},
-        )
+        return cls.model_validate(s.to_dict())
 
 
 class StageMemoryOut(BaseModel):
@@ -100,22 +86,7 @@ class StageMemoryOut(BaseModel):
 
     @classmethod
     def of(cls, m: StageMemory) -> StageMemoryOut:
-        return cls(
-            stage_id=m.stage_id,
-            task_id=m.task_id,
-            summary=m.summary,
-            insights=list(m.insights),
-            critical_facts=list(m.critical_facts),
-            raw_memory_ids=list(m.raw_memory_ids),
-            compression_ratio=m.compression_ratio,
-            quality_metrics=m.quality_metrics,
-            engine=m.engine,
-            fallback=m.fallback,
-            cost_usd=m.cost_usd,
-            tokens_in=m.tokens_in,
-            tokens_out=m.tokens_out,
-            created_at=m.created_at,
-        )
+        return cls.model_validate(m.to_dict())
 
 
 class StartStageResult(BaseModel):

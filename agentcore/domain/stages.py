@@ -74,6 +74,24 @@ class Stage:
         """Whether only a caller can end it (declared, and no detection asked for)."""
         return self.origin is StageOrigin.DECLARED and not self.detect_transitions
 
+    def to_dict(self) -> dict[str, Any]:
+        """The stage as JSON (``memory.stage.*`` results, job results)."""
+        return {
+            "id": self.id,
+            "task_id": self.task_id,
+            "stage_type": self.stage_type.value,
+            "status": self.status.value,
+            "started_at": self.started_at.isoformat(),
+            "completed_at": None if self.completed_at is None else self.completed_at.isoformat(),
+            "agent_id": self.agent_id,
+            "session_id": self.session_id,
+            "origin": self.origin.value,
+            "detect_transitions": self.detect_transitions,
+            "reason": self.reason,
+            "detection": self.metadata.get("detection"),
+            "metadata": {k: v for k, v in self.metadata.items() if k != "detection"},
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class StageMemory:
@@ -93,6 +111,25 @@ class StageMemory:
     tokens_in: int
     tokens_out: int
     created_at: datetime
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stage memory as JSON (``memory.stage.complete`` and its job's result)."""
+        return {
+            "stage_id": self.stage_id,
+            "task_id": self.task_id,
+            "summary": self.summary,
+            "insights": list(self.insights),
+            "critical_facts": list(self.critical_facts),
+            "raw_memory_ids": list(self.raw_memory_ids),
+            "compression_ratio": self.compression_ratio,
+            "quality_metrics": self.quality_metrics,
+            "engine": self.engine,
+            "fallback": self.fallback,
+            "cost_usd": self.cost_usd,
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "created_at": self.created_at.isoformat(),
+        }
 
 
 @dataclass(frozen=True, slots=True)

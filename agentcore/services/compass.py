@@ -19,12 +19,18 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Literal
 
 from agentcore.domain.clock import Clock
-from agentcore.domain.critical_facts import CriticalFact, FactKind
+from agentcore.domain.critical_facts import (
+    CriticalFact,
+    FactKind,
+    Passage,
+    extract_critical_facts,
+    merge_duplicates,
+)
 from agentcore.domain.errors import (
     Conflict,
     InvalidParams,
@@ -34,6 +40,7 @@ from agentcore.domain.errors import (
 )
 from agentcore.domain.stages import Stage, StageMemory, StageStatus, TaskContext
 from agentcore.services.compression import (
+    TASK_FACT_KINDS,
     Aggressiveness,
     CompressionItem,
     CompressionResult,
@@ -154,18 +161,7 @@ class CompassService:
             if saved is not None:
                 return saved
             raise
-        await self._metrics.record(
-            level="stage",
-            task_id=stage.task_id,
-            stage_id=stage.id,
-            input_tokens=result.input_tokens,
-            output_tokens=result.output_tokens,
-            ratio=result.ratio,
-            retention=result.retention,
-            engine=result.engine,
-            fallback=result.fallback,
-            cost_usd=cost,
-        )
+        await self._record_metrics("stage", stage.task_id, stage.id, result, cost)
         return memory
 
     async def compress_pending(self, limit: int = 20) -> int:
@@ -188,62 +184,84 @@ class CompassService:
         return len(pending)
 
     async def run_compress_job(self, payload: dict[str, Any]) -> dict[str, Any]:
-        """The job handler of ``COMPRESS_STAGE``."""
+        """The job handler of ``COMPRESS_STAGE``: the record ``memory.stage.complete`` returns
+        when it waits (the stage and its stage memory)."""
         stage_id = payload.get("stage_id")
         if not isinstance(stage_id, str):
             raise InvalidParams("the job needs a stage_id")
         memory = await self.compress_stage(stage_id)
-        return {"stage_id": memory.stage_id, "compression_ratio": memory.compression_ratio}
+        stage = await self._stages.get(stage_id)
+        return {"stage": stage.to_dict(), "stage_memory": memory.to_dict()}
 
     async def task_progress(self, task_id: str) -> TaskContext:
-        """The task's progress brief over its completed stages, refreshed when a stage was
-        compressed since the last brief."""
+        """The task's progress brief over its completed stages (compressing any that wait for
+        their job first), refreshed when a stage was compressed since the last brief. Its
+        critical constraints are those of every stage, the active one's included."""
         stages = await self._stages.stages_of(task_id)
         if not stages:
             raise TaskNotFound(f"task {task_id} has no stages")
+        await self._compress_waiting(stages)
         memories = {m.stage_id: m for m in await self._stages.stage_memories_of(task_id)}
         done = [s for s in stages if s.id in memories]
-        current = next((s.id for s in stages if s.status is StageStatus.ACTIVE), None)
+        active = next((s for s in stages if s.status is StageStatus.ACTIVE), None)
+        current = None if active is None else active.id
+        summaries = [_stage_summary(s, memories[s.id]) for s in done]
+        facts = [f for s in summaries for f in s.critical_facts if f.kind in TASK_FACT_KINDS]
+        merged = merge_duplicates([*facts, *await self._ongoing(active)])
+        constraints = tuple(f.content for f in merged)
         known = await self._stages.task_context(task_id)
         done_ids = tuple(s.id for s in done)
         if known is not None and known.completed_stage_ids == done_ids:
-            if known.current_stage_id == current:
+            if (known.current_stage_id, known.critical_constraints) == (current, constraints):
                 return known
-            return await self._save_context(known, current_stage_id=current)
-        summaries = [_stage_summary(s, memories[s.id]) for s in done]
-        brief, constraints, cost = "", [], 0.0
+            return await self._save_context(known, current, constraints)
+        brief, figures = "", {}
         if summaries:
             result = await self._compressor.compress_task(
                 summaries, target_ratio=self._settings.task_target_ratio
             )
             cost = await self._record_cost(result, COMPRESSION_TASK, None, task_id)
             brief = result.summary
-            constraints = [f.content for f in result.critical_facts]
-            await self._metrics.record(
-                level="task",
-                task_id=task_id,
-                stage_id=None,
-                input_tokens=result.input_tokens,
-                output_tokens=result.output_tokens,
-                ratio=result.ratio,
-                retention=result.retention,
-                engine=result.engine,
-                fallback=result.fallback,
-                cost_usd=cost,
-            )
-        performance = (await self._metrics.summary(task_id)).as_metrics()
-        performance.update({"stages": len(stages), "completed_stages": len(done)})
+            figures = _brief_figures(result)
+            await self._record_metrics("task", task_id, None, result, cost)
+        performance: dict[str, Any] = (await self._metrics.summary(task_id)).as_metrics()
+        performance.update({"stages": len(stages), "completed_stages": len(done), **figures})
         context = TaskContext(
             task_id=task_id,
             progress_summary=brief,
             current_stage_id=current,
             completed_stage_ids=done_ids,
-            critical_constraints=tuple(dict.fromkeys(constraints)),
+            critical_constraints=constraints,
             performance_metrics=performance,
             updated_at=self._clock(),
         )
         await self._stages.save_task_context(context)
         return context
+
+    async def _compress_waiting(self, stages: list[Stage]) -> None:
+        """Compress the completed stages that have no stage memory yet (ended by a new start
+        or a detected transition, their job not run yet), through the job queue as any
+        compression, waiting up to ``wait_seconds``."""
+        if not self._settings.auto_compress:
+            return
+        waiting = [s for s in stages if s.status is StageStatus.COMPLETED]
+        compressed = {m.stage_id for m in await self._stages.stage_memories_of(stages[0].task_id)}
+        jobs = [
+            await self._jobs.submit(COMPRESS_STAGE, {"stage_id": s.id})
+            for s in waiting
+            if s.id not in compressed
+        ]
+        for job_id in jobs:
+            await self._jobs.wait(job_id, self._settings.wait_seconds)
+
+    async def _ongoing(self, active: Stage | None) -> list[CriticalFact]:
+        """The flagged memories and stated constraints of the active stage, so far."""
+        if active is None:
+            return []
+        async with self._uow_factory(read_only=True) as uow:
+            raw = await uow.memories.in_stage(active.id)
+        passages = [Passage(m.id, m.content, m.critical) for m in raw]
+        return [f for f in extract_critical_facts(passages) if f.kind in TASK_FACT_KINDS]
 
     async def task_context(
         self, task_id: str, level: Level, max_tokens: int | None = None
@@ -285,18 +303,38 @@ class CompassService:
         text = "\n\n".join(item["text"] for item in kept)
         return ContextView(task_id, level, text, used, len(kept) < len(items), kept)
 
-    async def _save_context(self, known: TaskContext, current_stage_id: str | None) -> TaskContext:
-        updated = TaskContext(
-            task_id=known.task_id,
-            progress_summary=known.progress_summary,
+    async def _save_context(
+        self, known: TaskContext, current_stage_id: str | None, constraints: tuple[str, ...]
+    ) -> TaskContext:
+        updated = replace(
+            known,
             current_stage_id=current_stage_id,
-            completed_stage_ids=known.completed_stage_ids,
-            critical_constraints=known.critical_constraints,
-            performance_metrics=known.performance_metrics,
+            critical_constraints=constraints,
             updated_at=self._clock(),
         )
         await self._stages.save_task_context(updated)
         return updated
+
+    async def _record_metrics(
+        self,
+        level: Literal["stage", "task"],
+        task_id: str,
+        stage_id: str | None,
+        result: CompressionResult,
+        cost: float,
+    ) -> None:
+        await self._metrics.record(
+            level=level,
+            task_id=task_id,
+            stage_id=stage_id,
+            input_tokens=result.input_tokens,
+            output_tokens=result.output_tokens,
+            ratio=result.ratio,
+            retention=result.retention,
+            engine=result.engine,
+            fallback=result.fallback,
+            cost_usd=cost,
+        )
 
     async def _check_budget(self, input_tokens: int) -> None:
         model = self._settings.paid_model
@@ -364,6 +402,16 @@ def _stage_summary(stage: Stage, memory: StageMemory) -> StageSummary:
     return StageSummary(
         stage.id, stage.stage_type.value, memory.summary, tuple(facts), stage.completed_at
     )
+
+
+def _brief_figures(result: CompressionResult) -> dict[str, Any]:
+    return {
+        "brief_compression_ratio": round(result.ratio, 3),
+        "brief_retention": round(result.retention, 4),
+        "brief_tokens_in": result.input_tokens,
+        "brief_tokens_out": result.output_tokens,
+        "brief_engine": result.engine,
+    }
 
 
 def _item(kind: str, stage: Stage, text: str, **extra: Any) -> dict[str, Any]:

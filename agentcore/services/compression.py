@@ -264,7 +264,7 @@ class _Checked:
 
 
 # The facts a task brief must keep (FR-2.4): standing constraints, and what was flagged.
-_TASK_FACT_KINDS = frozenset({FactKind.FLAGGED, FactKind.CONSTRAINT})
+TASK_FACT_KINDS = frozenset({FactKind.FLAGGED, FactKind.CONSTRAINT})
 
 
 class ContextCompressor:
@@ -337,10 +337,10 @@ class ContextCompressor:
             CriticalFact(fact.content, fact.kind, fact.source_ids, (index, 10_000 + n))
             for index, stage in enumerate(stages)
             for n, fact in enumerate(stage.critical_facts)
-            if fact.kind in _TASK_FACT_KINDS
+            if fact.kind in TASK_FACT_KINDS
         ]
         found = extract_critical_facts([Passage(i.memory_id, i.content) for i in items])
-        facts = merge_facts(carried, [f for f in found if f.kind in _TASK_FACT_KINDS])
+        facts = merge_facts(carried, [f for f in found if f.kind in TASK_FACT_KINDS])
         return await self._compress("task", items, facts, target_ratio, aggressiveness)
 
     async def _compress(

@@ -21,7 +21,7 @@ JobHandler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
 class JobState(StrEnum):
-    PENDING = "pending"
+    QUEUED = "queued"  # submitted, no worker has started it yet
     RUNNING = "running"
     SUCCEEDED = "succeeded"
     FAILED = "failed"

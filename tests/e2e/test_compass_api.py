@@ -45,10 +45,10 @@ def test_stages_compress_and_the_task_keeps_its_constraints(client: TestClient) 
         job = first["job_id"]
         for _ in range(100):
             status = result(client, "memory.job.get", job_id=job)
-            if status["state"] == "succeeded":
+            if status["status"] == "succeeded":
                 break
             time.sleep(0.05)
-        assert status["state"] == "succeeded"
+        assert status["status"] == "succeeded"
 
     progress = result(client, "memory.task.progress", **task)
     assert progress["completed_stages"] == [planning, execution["stage_id"]]

@@ -40,7 +40,7 @@ class InProcessJobQueue:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(task), max_wait)
         found = await self.status(job_id)
-        return found or JobStatus(job_id, JobState.PENDING)
+        return found or JobStatus(job_id, JobState.QUEUED)
 
     async def close(self) -> None:
         running = [task for task in self._tasks.values() if not task.done()]
