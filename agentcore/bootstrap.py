@@ -21,6 +21,7 @@ from agentcore.adapters.db.lexical_search import SqlLexicalIndex
 from agentcore.adapters.db.uow import SqlUnitOfWorkFactory, ping
 from agentcore.adapters.tokens import BpeTokenCounter
 from agentcore.config import Settings
+from agentcore.domain.ace import AceThresholds
 from agentcore.domain.clock import Clock, utcnow
 from agentcore.domain.errors import ConfigurationError
 from agentcore.domain.pricing import PriceTable
@@ -29,6 +30,7 @@ from agentcore.services.access import AccessRecorder
 from agentcore.services.compass import COMPRESS_STAGE, CompassService, CompassSettings
 from agentcore.services.compression import ContextCompressor
 from agentcore.services.compression_metrics import CompressionMetricsRecorder
+from agentcore.services.consumers.ace import AceService, AceSettings
 from agentcore.services.costs import CostTracker
 from agentcore.services.episodic import EpisodicMemoryService
 from agentcore.services.errors import ErrorSignals, ErrorTracker, PatternExtractor
@@ -73,6 +75,7 @@ class Container:
     stages: StageManager
     compass: CompassService
     errors: ErrorTracker
+    ace: AceService
     access: AccessRecorder
     health: HealthService
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
@@ -296,6 +299,9 @@ async def _build(
         ),
     )
     job_handlers[COMPRESS_STAGE] = compass.run_compress_job
+    ace = AceService(
+        uow_factory, memory, stages, compass, errors, costs, clock, _ace_settings(settings)
+    )
     return Container(
         settings=settings,
         engine=engine,
@@ -321,11 +327,25 @@ async def _build(
         stages=stages,
         compass=compass,
         errors=errors,
+        ace=ace,
         access=access,
         registry=registry,
         health=health,
         closers=closers,
     )
+
+
+def _ace_settings(settings: Settings) -> AceSettings:
+    thresholds = AceThresholds(
+        error_rate=settings.ace_error_rate_threshold,
+        min_progress_rate=settings.ace_min_progress_rate,
+        stall_seconds=settings.stage_default_duration_seconds,
+        min_coherence=settings.ace_min_coherence,
+        coherence_drop=settings.ace_coherence_drop,
+        pattern_occurrences=settings.ace_pattern_occurrences,
+        budget_used=settings.ace_budget_threshold,
+    )
+    return AceSettings(thresholds, settings.ace_feedback_step, settings.ace_importance_floor)
 
 
 def build_job_queue(settings: Settings, handlers: dict[str, JobHandler]) -> JobQueue:

@@ -91,6 +91,19 @@ class Settings(BaseSettings):
     error_tracking_enabled: bool = True
     error_pattern_detection_threshold: int = Field(2, ge=1)
 
+    # ACE strategic context: the thresholds of its signals (a stalled stage is one open longer
+    # than STAGE_DEFAULT_DURATION_SECONDS; a repeated pattern one seen
+    # ACE_PATTERN_OCCURRENCES times), and how much an intervention's outcome moves the
+    # importance of the memories it relied on (never under ACE_IMPORTANCE_FLOOR).
+    ace_error_rate_threshold: float = Field(0.3, ge=0, le=1)
+    ace_min_progress_rate: float = Field(0.05, ge=0, le=1)
+    ace_min_coherence: float = Field(0.6, ge=0, le=1)
+    ace_coherence_drop: float = Field(0.15, gt=0, le=1)
+    ace_pattern_occurrences: int = Field(3, ge=1)
+    ace_budget_threshold: float = Field(0.85, gt=0, le=1)
+    ace_feedback_step: float = Field(0.1, ge=0, le=0.5)
+    ace_importance_floor: float = Field(0.1, ge=0, le=1)
+
     # Retrieval score weights (DESIGN §4): non-negative, summing to 1.
     memory_relevance_weight: float = Field(0.35, ge=0, le=1)
     memory_recency_weight: float = Field(0.15, ge=0, le=1)

@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 from agentcore.api import cursor, schemas
 from agentcore.api import params as p
+from agentcore.api.ace import ace_methods
 from agentcore.api.compass import compass_methods
 from agentcore.api.costs import cost_methods
 from agentcore.api.episodic import episodic_methods
@@ -226,6 +227,7 @@ def build_methods(c: Container, discover: Callable[[], dict[str, Any]]) -> dict[
     table += stage_methods(c.stages)
     table += compass_methods(c.compass)
     table += error_memory_methods(c.errors)
+    table += ace_methods(c.ace)
     return {method.name: method for method in table}
 
 

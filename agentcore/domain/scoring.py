@@ -15,10 +15,13 @@ weights that sum to 1, so the score is in [0, 1] too and every result can be exp
   ``current_stage``: a constant changes no order). With a current stage, evidence that the
   memory fits it raises the factor towards 1 and evidence that it belongs to another stage
   lowers it towards 0 (see ``stage_evidence``).
-- **criticality**: 1.0 for a critical memory, ``PLAIN_CRITICALITY`` (0.5) for any other. FR-5.1's
-  "2x multiplier for critical memories" is realized inside the factor: a critical memory's
-  criticality is twice a plain one's, while the factor stays in [0, 1] as the sum requires;
-  under the default weight 0.10 a critical memory gains 0.05 over an otherwise equal one.
+- **criticality**: 1.0 for a critical memory, its importance (0.5 by default) for
+  any other. FR-5.1's "2x multiplier for critical memories" is
+  realized inside the factor: a critical memory's criticality is twice a plain one's, while
+  the factor stays in [0, 1] as the sum requires; under the default weight 0.10 a critical
+  memory gains 0.05 over an otherwise equal one. Importance moves between the two with use:
+  extracted facts carry the extractor's importance, and ACE intervention outcomes raise or
+  lower the importance of the memories they relied on.
 - **error_correction**: given per memory by the error tracker (how much the memory corrected,
   or relates to, recent errors of the task); 0 when there is no signal.
 
@@ -52,7 +55,6 @@ FACTORS = (
 SUM_TOLERANCE = 1e-6
 FREQUENCY_SATURATION = 50  # accesses at which the frequency factor reaches 1
 NEUTRAL_STAGE = 0.5
-PLAIN_CRITICALITY = 0.5
 # Settings name the similarity weight MEMORY_RELEVANCE_WEIGHT.
 _SETTINGS_NAMES = {"relevance": "similarity"}
 
@@ -168,7 +170,7 @@ def frequency(access_count: int) -> float:
 
 
 def criticality(memory: Memory) -> float:
-    return 1.0 if memory.critical else PLAIN_CRITICALITY
+    return 1.0 if memory.critical else clip(memory.importance)
 
 
 # ``metadata.kind`` → stage: the stage detector's kinds and FR-5.3's vocabulary.

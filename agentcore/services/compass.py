@@ -31,6 +31,7 @@ from agentcore.domain.critical_facts import (
     extract_critical_facts,
     merge_duplicates,
 )
+from agentcore.domain.error_records import MEMORY_SOURCE as ERROR_MEMORY_SOURCE
 from agentcore.domain.errors import (
     Conflict,
     InvalidParams,
@@ -38,6 +39,7 @@ from agentcore.domain.errors import (
     TaskNotFound,
     error_from_code,
 )
+from agentcore.domain.models import Memory
 from agentcore.domain.stages import Stage, StageMemory, StageStatus, TaskContext
 from agentcore.services.compression import (
     TASK_FACT_KINDS,
@@ -143,7 +145,7 @@ class CompassService:
         async with self._uow_factory(read_only=True) as uow:
             raw = await uow.memories.in_stage(stage_id)
         items = [
-            CompressionItem(m.id, m.content, m.critical, m.created_at, m.metadata, m.stage_id)
+            CompressionItem(m.id, m.content, _flagged(m), m.created_at, m.metadata, m.stage_id)
             for m in raw
         ]
         await self._check_budget(sum(self._tokens.count(i.content) for i in items))
@@ -260,7 +262,7 @@ class CompassService:
             return []
         async with self._uow_factory(read_only=True) as uow:
             raw = await uow.memories.in_stage(active.id)
-        passages = [Passage(m.id, m.content, m.critical) for m in raw]
+        passages = [Passage(m.id, m.content, _flagged(m)) for m in raw]
         return [f for f in extract_critical_facts(passages) if f.kind in TASK_FACT_KINDS]
 
     async def task_context(
@@ -402,6 +404,13 @@ def _stage_summary(stage: Stage, memory: StageMemory) -> StageSummary:
     return StageSummary(
         stage.id, stage.stage_type.value, memory.summary, tuple(facts), stage.completed_at
     )
+
+
+def _flagged(memory: Memory) -> bool:
+    """Whether a memory is a critical fact of its stage: flagged by the agent, or stating a
+    requirement. The error tracker's memories are critical for retrieval but state no rule
+    of the task; their errors reach the summary as sentences and error patterns."""
+    return memory.critical and memory.source != ERROR_MEMORY_SOURCE
 
 
 def _brief_figures(result: CompressionResult) -> dict[str, Any]:

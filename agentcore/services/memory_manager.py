@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from enum import Enum
@@ -160,6 +160,42 @@ class MemoryManager:
         prime_ranking_soon([updated.content])
         return updated
 
+    async def reweigh(
+        self,
+        memory_ids: Sequence[str],
+        scope: ScopeIds,
+        importance: Callable[[Memory], float],
+        actor: str,
+        *,
+        then: Callable[[UnitOfWork, list[tuple[Memory, float]]], Awaitable[None]] | None = None,
+    ) -> list[tuple[Memory, float]]:
+        """Set the importance of each memory to ``importance(memory)``, all in one
+        transaction, each change in the memory's history by ``actor``; ``then`` writes what
+        goes with the change in the same transaction. Returns each memory as it is now with
+        its importance before. ``MemoryNotFound`` (nothing changes) when one is not visible
+        to ``scope``. Importance is not in the vector payload: no vector write."""
+        changed: list[tuple[Memory, float]] = []
+        async with self._uow_factory() as uow:
+            for memory_id in dict.fromkeys(memory_ids):
+                memory = await self._visible(uow, memory_id, scope)
+                before = memory.importance
+                memory.importance = importance(memory)
+                if memory.importance != before:
+                    await uow.memories.update(memory)
+                    await self._record(
+                        uow,
+                        memory,
+                        EventKind.UPDATE,
+                        {"importance": before},
+                        {"importance": memory.importance},
+                        actor=actor,
+                    )
+                changed.append((memory, before))
+            if then is not None:
+                await then(uow, changed)
+            await uow.commit()
+        return changed
+
     async def delete(self, memory_id: str, scope: ScopeIds) -> bool:
         async with self._uow_factory() as uow:
             memory = await self._visible(uow, memory_id, scope)
@@ -240,6 +276,8 @@ class MemoryManager:
         kind: EventKind,
         before: dict[str, Any] | None,
         after: dict[str, Any] | None,
+        *,
+        actor: str | None = None,
     ) -> None:
         event = MemoryEvent(
             id=new_id(),
@@ -249,6 +287,6 @@ class MemoryManager:
             at=self._clock(),
             before=None if before is None else _jsonable(before),
             after=None if after is None else _jsonable(after),
-            actor=memory.source,
+            actor=actor or memory.source,
         )
         await uow.history.add(event)

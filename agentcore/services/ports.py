@@ -11,6 +11,7 @@ from typing import Any, Protocol, Self
 import numpy as np
 import numpy.typing as npt
 
+from agentcore.domain.ace import Intervention
 from agentcore.domain.compression_metrics import CompressionLevel, CompressionMetric, LevelSummary
 from agentcore.domain.episodes import Episode, EpisodeStatus
 from agentcore.domain.error_records import ErrorQuery, ErrorRecord
@@ -343,6 +344,18 @@ class ErrorRecordRepository(Protocol):
         ...
 
 
+class InterventionRepository(Protocol):
+    async def add(self, intervention: Intervention) -> None: ...
+
+    async def of_task(self, task_id: str, limit: int) -> list[Intervention]:
+        """Newest first."""
+        ...
+
+    async def count(self, task_id: str) -> dict[tuple[str, str], int]:
+        """How many interventions of the task by (intervention type, outcome)."""
+        ...
+
+
 class UnitOfWork(Protocol):
     """``async with uow:`` opens one transaction; it rolls back unless ``commit()`` was called."""
 
@@ -357,6 +370,7 @@ class UnitOfWork(Protocol):
     costs: CostRepository
     compression_metrics: CompressionMetricsRepository
     errors: ErrorRecordRepository
+    interventions: InterventionRepository
 
     async def __aenter__(self) -> Self: ...
 

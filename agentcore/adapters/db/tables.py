@@ -218,6 +218,22 @@ class ErrorRecordRow(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
 
 
+class InterventionRow(Base):
+    __tablename__ = "interventions"
+    __table_args__ = (Index("ix_interventions_task", "task_id", "created_at"),)
+
+    id: Mapped[str] = _uuid_pk()
+    task_id: Mapped[str] = mapped_column(String(ID_LEN))
+    agent_id: Mapped[str | None] = mapped_column(String(ID_LEN))
+    intervention_type: Mapped[str] = mapped_column(String(64))
+    decision_type: Mapped[str | None] = mapped_column(String(64))
+    outcome: Mapped[str] = mapped_column(String(16))
+    memory_ids: Mapped[list[str]] = _json_list()
+    details: Mapped[dict[str, Any]] = _json_dict()
+    changes: Mapped[list[Any]] = _json_list()
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
 class CompressionMetricRow(Base):
     __tablename__ = "compression_metrics"
 

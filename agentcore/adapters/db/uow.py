@@ -12,6 +12,7 @@ from agentcore.adapters.db.costs import SqlCompressionMetricsRepository, SqlCost
 from agentcore.adapters.db.engine import READ_ONLY
 from agentcore.adapters.db.episodes import SqlEpisodeRepository
 from agentcore.adapters.db.error_records import SqlErrorRecordRepository
+from agentcore.adapters.db.interventions import SqlInterventionRepository
 from agentcore.adapters.db.repositories import (
     SqlHistoryRepository,
     SqlMemoryRepository,
@@ -29,6 +30,7 @@ from agentcore.services.ports import (
     EpisodeRepository,
     ErrorRecordRepository,
     HistoryRepository,
+    InterventionRepository,
     MemoryRepository,
     OutboxRepository,
     SettingsRepository,
@@ -52,6 +54,7 @@ class SqlUnitOfWork:
     task_contexts: TaskContextRepository
     errors: ErrorRecordRepository
     compression_metrics: CompressionMetricsRepository
+    interventions: InterventionRepository
 
     def __init__(self, session_factory: async_sessionmaker[AsyncSession]) -> None:
         self._session_factory = session_factory
@@ -74,6 +77,7 @@ class SqlUnitOfWork:
         self.task_contexts = SqlTaskContextRepository(session, dialect)
         self.errors = SqlErrorRecordRepository(session, dialect)
         self.compression_metrics = SqlCompressionMetricsRepository(session, dialect)
+        self.interventions = SqlInterventionRepository(session)
         return self
 
     async def __aexit__(
