@@ -59,7 +59,7 @@ class TaskContextParams(Params):
 
 
 class ContextItem(BaseModel):
-    kind: str  # task_brief, stage_summary or memory
+    kind: str  # critical_constraints, task_brief, stage_summary or memory
     text: str
     stage_id: str | None = None
     stage_type: str | None = None

@@ -42,7 +42,7 @@ from agentcore.domain.errors import (
 from agentcore.domain.models import Memory
 from agentcore.domain.stages import Stage, StageMemory, StageStatus, TaskContext
 from agentcore.services.compression import (
-    TASK_FACT_KINDS,
+    REQUIRED_KINDS,
     Aggressiveness,
     CompressionItem,
     CompressionResult,
@@ -61,6 +61,7 @@ log = logging.getLogger(__name__)
 COMPRESS_STAGE = "compass.compress_stage"  # job kind
 RESUBMIT_SECONDS = 60.0  # a pending stage's job is submitted again only after this long
 Level = Literal["raw", "stage", "task"]
+_PINNED = ("critical_constraints", "task_brief")  # kept first when a budget cuts the context
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,7 +209,7 @@ class CompassService:
         active = next((s for s in stages if s.status is StageStatus.ACTIVE), None)
         current = None if active is None else active.id
         summaries = [_stage_summary(s, memories[s.id]) for s in done]
-        facts = [f for s in summaries for f in s.critical_facts if f.kind in TASK_FACT_KINDS]
+        facts = [f for s in summaries for f in s.critical_facts if f.kind in REQUIRED_KINDS]
         merged = merge_duplicates([*facts, *await self._ongoing(active)])
         constraints = tuple(f.content for f in merged)
         known = await self._stages.task_context(task_id)
@@ -263,18 +264,22 @@ class CompassService:
         async with self._uow_factory(read_only=True) as uow:
             raw = await uow.memories.in_stage(active.id)
         passages = [Passage(m.id, m.content, _flagged(m)) for m in raw]
-        return [f for f in extract_critical_facts(passages) if f.kind in TASK_FACT_KINDS]
+        return [f for f in extract_critical_facts(passages) if f.kind in REQUIRED_KINDS]
 
     async def task_context(
         self, task_id: str, level: Level, max_tokens: int | None = None
     ) -> ContextView:
         """Level ``raw``: the memories of every stage; ``stage``: the stage summaries plus the
-        active stage's raw memories; ``task``: the progress brief plus the active stage's raw
-        memories. Newest material is kept first when ``max_tokens`` cuts."""
+        active stage's raw memories; ``task``: the task's critical constraints, the progress
+        brief and the active stage's raw memories. When ``max_tokens`` cuts, the constraints
+        and the brief are kept first, then the newest material."""
         context = await self.task_progress(task_id)
         stages = await self._stages.stages_of(task_id)
         memories = {m.stage_id: m for m in await self._stages.stage_memories_of(task_id)}
         items: list[dict[str, Any]] = []
+        if level == "task" and context.critical_constraints:
+            listed = "\n".join(f"- {c}" for c in context.critical_constraints)
+            items.append({"kind": "critical_constraints", "text": f"Constraints:\n{listed}"})
         if level == "task" and context.progress_summary:
             items.append({"kind": "task_brief", "text": context.progress_summary})
         for stage in stages:
@@ -293,15 +298,16 @@ class CompassService:
     def _fit(
         self, task_id: str, level: Level, items: list[dict[str, Any]], max_tokens: int | None
     ) -> ContextView:
+        pinned = [i for i in items if i["kind"] in _PINNED]
         kept: list[dict[str, Any]] = []
         used = 0
-        for item in reversed(items):  # newest first under a budget
+        for item in [*pinned, *reversed([i for i in items if i["kind"] not in _PINNED])]:
             cost = self._tokens.count(item["text"])
             if max_tokens is not None and used + cost > max_tokens:
                 break
             kept.append(item)
             used += cost
-        kept.reverse()
+        kept.sort(key=items.index)
         text = "\n\n".join(item["text"] for item in kept)
         return ContextView(task_id, level, text, used, len(kept) < len(items), kept)
 

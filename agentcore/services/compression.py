@@ -113,6 +113,8 @@ class CompressionRequest:
     max_tokens: int
     verbatim_facts: bool = False  # the last resort: every fact word for word, whatever the size
     lost_facts: Sequence[str] = ()  # facts a previous draft lost (an LLM is told)
+    key_facts: Sequence[CriticalFact] = ()  # decisions, fixes, identifiers: keep when they fit
+    listed_facts: Sequence[CriticalFact] = ()  # kept beside the summary: not worth repeating
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +171,8 @@ class CompressionResult:
     passed: bool = True  # the accepted draft passed the check (False only past the last resort)
     kept_whole: bool = False  # the input was too small to compress
     ratio_reasons: tuple[str, ...] = ()  # why the target or the achieved ratio is not the base
+    key_facts: tuple[CriticalFact, ...] = ()  # preferred, not required (``REQUIRED_KINDS``)
+    key_retention: float = 1.0  # share of the key facts the summary retains
 
     def quality_metrics(self) -> dict[str, Any]:
         """The check's numbers, JSON-able (``stage_memories.quality_metrics``)."""
@@ -181,6 +185,8 @@ class CompressionResult:
             "kept_whole": self.kept_whole,
             "fallback": self.fallback,
             "ratio_reasons": list(self.ratio_reasons),
+            "key_facts": len(self.key_facts),
+            "key_fact_retention": round(self.key_retention, 4),
             "repaired": bool(self.attempts) and self.attempts[-1].repaired,
             "repaired_drafts": sum(1 for a in self.attempts if a.repaired),
             # the engine that took over from the first one (an LLM's drafts failed the check)
@@ -263,8 +269,9 @@ class _Checked:
     lost: tuple[str, ...]
 
 
-# The facts a task brief must keep (FR-2.4): standing constraints, and what was flagged.
-TASK_FACT_KINDS = frozenset({FactKind.FLAGGED, FactKind.CONSTRAINT})
+# The facts every summary must keep (FR-2.4, FR-3.3): what was flagged critical and standing
+# constraints. Decisions, error fixes and identifiers are key facts: preferred when they fit.
+REQUIRED_KINDS = frozenset({FactKind.FLAGGED, FactKind.CONSTRAINT})
 
 
 class ContextCompressor:
@@ -315,7 +322,9 @@ class ContextCompressor:
         )
         passages = [Passage(i.memory_id, i.content, i.critical) for i in ordered]
         facts = extract_critical_facts(passages)
-        return await self._compress("stage", ordered, facts, target_ratio, aggressiveness)
+        required = [f for f in facts if f.kind in REQUIRED_KINDS]
+        key = [f for f in facts if f.kind not in REQUIRED_KINDS]
+        return await self._compress("stage", ordered, required, key, target_ratio, aggressiveness)
 
     async def compress_task(
         self,
@@ -324,9 +333,11 @@ class ContextCompressor:
         target_ratio: float = TASK_TARGET_RATIO,
         aggressiveness: Aggressiveness | None = None,
     ) -> CompressionResult:
-        """Stage summaries, in task order → a progress brief that keeps every critical
-        constraint: the stages' constraint and flagged facts, and constraints in the
-        summaries' text."""
+        """Stage summaries, in task order → a progress brief: its text at ``target_ratio``
+        over the summaries, and every critical constraint (the stages' constraint and flagged
+        facts, and constraints in the summaries' text) listed beside it word for word, in
+        ``critical_facts``; the text spends its budget on progress, not on repeating them.
+        ``retention`` is computed over the text and the list together."""
         items = [
             CompressionItem(
                 s.stage_id, s.summary, created_at=s.completed_at, metadata={"label": s.stage_type}
@@ -337,19 +348,28 @@ class ContextCompressor:
             CriticalFact(fact.content, fact.kind, fact.source_ids, (index, 10_000 + n))
             for index, stage in enumerate(stages)
             for n, fact in enumerate(stage.critical_facts)
-            if fact.kind in TASK_FACT_KINDS
+            if fact.kind in REQUIRED_KINDS
         ]
         found = extract_critical_facts([Passage(i.memory_id, i.content) for i in items])
-        facts = merge_facts(carried, [f for f in found if f.kind in TASK_FACT_KINDS])
-        return await self._compress("task", items, facts, target_ratio, aggressiveness)
+        facts = merge_facts(carried, [f for f in found if f.kind in REQUIRED_KINDS])
+        result = await self._compress(
+            "task", items, (), (), target_ratio, aggressiveness, listed=facts
+        )
+        # The brief is its text and the constraints listed beside it, word for word.
+        record = "\n".join([result.summary, *(f.content for f in facts)])
+        kept = retention([f.content for f in facts], record)
+        return replace(result, critical_facts=tuple(facts), retention=kept)
 
     async def _compress(
         self,
         level: Level,
         items: Sequence[CompressionItem],
         facts: Sequence[CriticalFact],
+        key_facts: Sequence[CriticalFact],
         base_target: float,
         aggressiveness: Aggressiveness | None,
+        *,
+        listed: Sequence[CriticalFact] = (),
     ) -> CompressionResult:
         if base_target <= 1:
             raise InvalidParams("the target ratio must be above 1", errors=["target_ratio"])
@@ -375,6 +395,7 @@ class ContextCompressor:
             if step.engine is failed_engine:
                 continue
             request = self._request(level, items, facts, input_tokens, target, step, lost)
+            request = replace(request, key_facts=key_facts, listed_facts=listed)
             try:
                 draft = await step.engine.draft(request)
             except AgentCoreError as exc:
@@ -393,7 +414,9 @@ class ContextCompressor:
             if checked.attempt.passed:
                 break
             lost = checked.lost
-        return self._result(results, input_tokens, target, usage, reasons)
+        result = self._result(results, input_tokens, target, usage, reasons)
+        kept = retention([f.content for f in key_facts], result.summary)
+        return replace(result, key_facts=tuple(key_facts), key_retention=kept)
 
     def _room_for_facts(
         self, facts: Sequence[CriticalFact], input_tokens: int, target: float, reasons: list[str]

@@ -4,7 +4,10 @@
    dropped) and scored: TF-IDF cosine to the whole input (centrality), plus a little for
    numbers and names, less for questions and near-empty sentences.
 2. The critical facts go first (compacted; word for word on the last-resort step), by kind
-   priority, within the request's ``max_tokens`` (the upper tolerance of the ratio).
+   priority, within the request's ``max_tokens`` (the upper tolerance of the ratio). Key facts
+   (decisions, error fixes, identifiers) are not required: their sentences score
+   ``KEY_FACT_BONUS`` more. Facts listed beside the summary (a task brief's constraints)
+   are not repeated: their sentences score ``LISTED_FACTOR`` times less.
 3. Then the most valuable set of other sentences that fits ``budget_tokens`` (a knapsack
    over the best 64, each whole or cut after a clause, value = score × √content words;
    greedy by score when the room passes 400 tokens), skipping any that repeats a chosen
@@ -31,6 +34,7 @@ from agentcore.domain.critical_facts import (
     PRIORITY,
     Terms,
     compact,
+    covered,
     split_sentences,
     stem,
     terms,
@@ -45,6 +49,8 @@ from agentcore.services.compression import (
 from agentcore.services.working_memory import TokenCounter
 
 REDUNDANT = 0.7  # share of the smaller unit's words already in a chosen unit
+KEY_FACT_BONUS = 0.3  # added to the score of a sentence that states a key fact
+LISTED_FACTOR = 0.2  # the score of a sentence stating a fact that is listed beside the summary
 _CANDIDATES = 64  # best-scored sentences considered for the summary
 _EXACT_FILL_TOKENS = 400  # up to this room, pick the best set that fits (knapsack), else greedy
 _INSIGHT = re.compile(
@@ -101,6 +107,13 @@ class ExtractiveEngine:
     def compose(self, request: CompressionRequest) -> Draft:
         """The draft, synchronously (CPU only)."""
         units = _score(_sentence_units(request.items))
+        key = {fact.position for fact in request.key_facts}
+        listed = [terms(fact.content) for fact in request.listed_facts]
+        for unit in units:
+            if (unit.item, unit.order) in key:  # decisions, fixes and identifiers win
+                unit.score += KEY_FACT_BONUS
+            if any(covered(fact, unit.terms) for fact in listed):  # said beside the summary
+                unit.score *= LISTED_FACTOR
         labels = display_labels(request.items)
         chosen, candidates = self._select(request, labels, units, _fact_units(request))
         self._trim(request, labels, chosen)
@@ -174,13 +187,17 @@ class ExtractiveEngine:
 
     def _cuts(self, unit: _Unit) -> list[_Unit]:
         """The unit cut at each clause boundary, longest first, with "…"; never before a
-        clause that qualifies or contrasts ("unless...", "by Friday", "but..."), nor dropping
-        a negation, nor leaving fewer than three content words."""
+        clause that qualifies or contrasts ("unless...", "by Friday", "but...") or that a
+        colon introduces, nor dropping a negation or a number, nor leaving fewer than three
+        content words."""
         cuts = []
         for boundary in reversed(list(_BOUNDARY.finditer(unit.text))):
             rest = unit.text[boundary.end() :]
-            if _QUALIFIER.match(rest) or terms(rest).negations:
-                continue
+            if boundary.group().strip() == ":" or _QUALIFIER.match(rest):
+                continue  # what a colon introduces is the point of the sentence
+            dropped = terms(rest)
+            if dropped.negations or dropped.numbers:
+                continue  # counts, sizes and times are the details worth keeping
             cut = unit.text[: boundary.start()].rstrip(" ,;:-–—") + "…"
             kept = terms(cut)
             if len(kept.words) >= 3:

@@ -40,9 +40,11 @@ read instead of them.
 
 Input: a JSON object with "level" ("stage": the raw memories of one reasoning stage; "task": \
 the summaries of a task's stages, in order), "target_tokens" (the length to aim at), \
-"max_tokens" (never longer), "must_keep" (critical facts), "lost_last_time" (facts a \
-previous draft lost), "verbatim" (copy must_keep word for word) and "memories" (each with \
-"id", "speaker" (may be null), "at" (ISO 8601, may be null) and "content").
+"max_tokens" (never longer), "must_keep" (critical facts), "should_keep" (decisions, fixes \
+and identifiers worth keeping when they fit), "listed" (constraints the reader gets in a \
+list beside your summary: do not repeat them), "lost_last_time" (facts a previous draft \
+lost), "verbatim" (copy must_keep word for word) and "memories" (each with "id", "speaker" \
+(may be null), "at" (ISO 8601, may be null) and "content").
 
 Return a JSON object:
 {"summary": str, "insights": [str], "critical_facts": [str],
@@ -159,6 +161,8 @@ def _render(request: CompressionRequest) -> str:
         "target_tokens": request.budget_tokens,
         "max_tokens": request.max_tokens,
         "must_keep": [fact.content for fact in request.critical_facts],
+        "should_keep": [fact.content for fact in request.key_facts],
+        "listed": [fact.content for fact in request.listed_facts],
         "lost_last_time": list(request.lost_facts),
         "verbatim": request.verbatim_facts,
         "memories": memories,
