@@ -62,6 +62,7 @@ _FILLER = re.compile(
     r"kinda|super|kind of|sort of|you know|i mean)\b\s*",
     re.IGNORECASE,
 )
+_ARTICLE = re.compile(r"\b(?:the|a|an)\s+(?=[\w$€£])", re.IGNORECASE)
 _INTERJECTION = re.compile(
     r"^(?:(?:hey|hi|hello|oh|ooh|wow|whoa|yeah|yep|yes|ok|okay|well|haha|hah|lol|omg|aw+|"
     r"thanks|thank you|sure|great|cool|nice|awesome|amazing|ah|um|uh|hmm)"
@@ -276,6 +277,13 @@ def compact(text: str) -> str:
         out = out[0].upper() + out[1:]
     content = terms(out)
     return out if content.words or content.numbers else ""
+
+
+def terse(text: str) -> str:
+    """``compact`` without articles: how a fact is written into a tight summary ("Export
+    must keep column order of 2019 spec"). Its terms are the fact's terms."""
+    out = _ARTICLE.sub("", compact(text))
+    return out[:1].upper() + out[1:] if out[:1].islower() and text[:1].isupper() else out
 
 
 def _strip_filler(text: str) -> str:

@@ -36,11 +36,11 @@ from agentcore.domain.critical_facts import (
     FactKind,
     Passage,
     SourceIndex,
-    compact,
     extract_critical_facts,
     merge_duplicates,
     missing_facts,
     retention,
+    terse,
 )
 from agentcore.domain.errors import AgentCoreError, InvalidParams, InvalidState
 from agentcore.domain.usage import TokenUsage
@@ -426,7 +426,7 @@ class ContextCompressor:
         plus the tolerance)."""
         if not facts:
             return target
-        needed = self._tokens.count("\n".join(compact(f.content) or f.content for f in facts))
+        needed = self._tokens.count("\n".join(terse(f.content) or f.content for f in facts))
         room = input_tokens / (target * (1 - self._tolerance))
         if needed <= room:
             return target
@@ -448,7 +448,7 @@ class ContextCompressor:
     ) -> _Checked:
         """The draft with the facts it lost appended, when that passes the check (an LLM that
         dropped a constraint costs no second call); else the draft as it was."""
-        extra = "\n".join(compact(fact) or fact for fact in checked.lost)
+        extra = "\n".join(terse(fact) or fact for fact in checked.lost)
         mended = replace(checked.draft, summary=f"{checked.draft.summary.rstrip()}\n{extra}")
         again = self._check(mended, request, facts, index, input_tokens, step)
         if not again.attempt.passed:

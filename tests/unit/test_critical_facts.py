@@ -13,6 +13,7 @@ from agentcore.domain.critical_facts import (
     missing_facts,
     retention,
     split_sentences,
+    terse,
 )
 
 
@@ -185,6 +186,13 @@ def test_compact_drops_interjections_and_fillers_but_never_negations_or_numbers(
         "I can't make it before 5pm."
     )
     assert compact("Wow, thanks!") == ""
+
+
+def test_terse_drops_articles_and_keeps_every_term() -> None:
+    fact = "The export must keep the column order of the 2019 spec, because a bank reads it."
+    short = terse(fact)
+    assert short == "Export must keep column order of 2019 spec, because bank reads it."
+    assert missing_facts([fact], short) == []
 
 
 def test_sentences_split_on_ends_but_not_abbreviations() -> None:

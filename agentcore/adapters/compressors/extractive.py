@@ -38,6 +38,7 @@ from agentcore.domain.critical_facts import (
     split_sentences,
     stem,
     terms,
+    terse,
 )
 from agentcore.services.compression import (
     CompressionItem,
@@ -284,7 +285,7 @@ def _sentence_units(items: Sequence[CompressionItem]) -> list[_Unit]:
 def _fact_units(request: CompressionRequest) -> list[_Unit]:
     units = []
     for fact in request.critical_facts:
-        text = fact.content.strip() if request.verbatim_facts else compact(fact.content)
+        text = fact.content.strip() if request.verbatim_facts else terse(fact.content)
         text = text or fact.content.strip()
         item, order = fact.position
         units.append(_Unit(item, order, text, terms(text), 1.0, PRIORITY.index(fact.kind)))
