@@ -42,6 +42,12 @@ from typing import Any
 from agentcore.domain.models import Memory, StageType
 
 
+def iso(moment: datetime) -> str:
+    """A UTC time as the API writes it (``2026-11-25T10:14:36.609394Z``), so a record read
+    from a job is the record a method returns."""
+    return moment.isoformat().replace("+00:00", "Z")
+
+
 class StageOrigin(StrEnum):
     DECLARED = "declared"  # a caller named the stage: it holds against detection
     DETECTED = "detected"  # the detector started it: detection may move the task on
@@ -81,8 +87,8 @@ class Stage:
             "task_id": self.task_id,
             "stage_type": self.stage_type.value,
             "status": self.status.value,
-            "started_at": self.started_at.isoformat(),
-            "completed_at": None if self.completed_at is None else self.completed_at.isoformat(),
+            "started_at": iso(self.started_at),
+            "completed_at": None if self.completed_at is None else iso(self.completed_at),
             "agent_id": self.agent_id,
             "session_id": self.session_id,
             "origin": self.origin.value,
@@ -128,7 +134,7 @@ class StageMemory:
             "cost_usd": self.cost_usd,
             "tokens_in": self.tokens_in,
             "tokens_out": self.tokens_out,
-            "created_at": self.created_at.isoformat(),
+            "created_at": iso(self.created_at),
         }
 
 

@@ -68,4 +68,4 @@ class SqlInterventionRepository:
             .group_by(t.intervention_type, t.outcome)
         )
         rows = await self._session.execute(stmt)
-        return {(kind, outcome): int(n) for kind, outcome, n in rows.tuples()}
+        return {(kind, outcome): int(n) for kind, outcome, n in rows}
