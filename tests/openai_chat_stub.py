@@ -7,6 +7,7 @@ providers do, so tests can check that it never reaches a caller.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -25,11 +26,12 @@ API_KEY = "sk-test-key-do-not-echo"
 @dataclass
 class Reply:
     """One scripted reply: the message content (None: the stub's default), or an HTTP error
-    status (answered with ``retry-after: 3``)."""
+    status (answered with ``retry-after: 3``), after ``delay`` seconds."""
 
     content: str | None = None
     status: int = 200
     finish_reason: str = "stop"
+    delay: float = 0.0  # seconds before answering (a slow model, or one a test interrupts)
 
 
 @dataclass
@@ -60,6 +62,7 @@ def _app(state: FakeOpenAI) -> Starlette:
         body = await request.json()
         state.requests.append(body)
         reply = state.script.pop(0) if state.script else Reply()
+        await asyncio.sleep(reply.delay)
         if reply.status != 200:
             error = {"message": f"Incorrect API key provided: {API_KEY}", "type": "test"}
             return JSONResponse({"error": error}, reply.status, headers={"retry-after": "3"})

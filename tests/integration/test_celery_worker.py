@@ -1,29 +1,38 @@
-"""A real Celery worker process on the machine's Redis and PostgreSQL replays vector writes
-that the API process could not make."""
+"""A real Celery worker process on the machine's Redis and PostgreSQL: it replays vector writes
+that the API process could not make, compresses stages (extractive, and with a model behind an
+OpenAI-compatible endpoint), and a worker killed mid-job leaves the job failed and retryable."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from agentcore.adapters.compressors import ExtractiveEngine
 from agentcore.adapters.embedders.local_minilm import LocalMiniLMEmbedder
-from agentcore.adapters.jobs.celery_queue import CeleryJobQueue
+from agentcore.adapters.jobs.celery_queue import HEARTBEAT_TTL, CeleryJobQueue
+from agentcore.adapters.tokens import BpeTokenCounter
 from agentcore.adapters.vectors.edge import EdgeVectorStore
-from agentcore.bootstrap import REPLAY_VECTORS, build_container
+from agentcore.bootstrap import REPLAY_VECTORS, Container, build_container
 from agentcore.config import Settings
 from agentcore.domain.models import ScopeIds
 from agentcore.domain.records import NewMemory
 from agentcore.domain.stages import StageMemory
-from agentcore.services.jobs import JobStatus
+from agentcore.services.compression import CompressionItem, ContextCompressor
+from agentcore.services.jobs import JobState, JobStatus
 from agentcore.services.ports import VectorFilter
 from agentcore.worker import celery_app
+from tests.agent_trace import CRITICAL, PLANNING
 from tests.fakes import FakeVectorStore
+from tests.openai_chat_stub import API_KEY, FakeOpenAI, Reply, chat_server
+from tests.worker_process import celery_worker
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]
 
@@ -126,3 +135,83 @@ def test_stage_compression_runs_on_a_real_worker(
     assert memory.engine == "extractive"
     assert memory.compression_ratio is not None
     assert memory.compression_ratio > 5
+
+
+# --- the LLM path on a worker, and a worker that dies mid-job --------------------------------
+
+
+async def _planning_stage(api: Container, task_id: str) -> str:
+    stage = await api.stages.start(task_id, "planning")
+    for text in PLANNING:
+        await api.memory.add(NewMemory(text, ScopeIds(task_id=task_id), critical=text in CRITICAL))
+    return stage.id
+
+
+async def _llm_stages_on_a_worker(settings: Settings, worker: subprocess.Popen[bytes]) -> None:
+    api = await build_container(settings, vectors=FakeVectorStore())
+    try:
+        first = await _planning_stage(api, "llm-on-worker")
+        done = await api.compass.complete_stage("llm-on-worker", first, wait=True)
+        memory = done.stage_memory
+        assert memory is not None, "the worker compressed the stage with the model"
+        assert memory.engine == "llm:gpt-4.1-mini"
+        assert memory.quality_metrics["repaired"] is True  # the model dropped a flagged memory
+        assert set(CRITICAL) & set(PLANNING) <= set(memory.critical_facts)
+        assert 8 <= (memory.compression_ratio or 0) <= 12
+
+        second = await _planning_stage(api, "worker-dies")
+        started = await api.compass.complete_stage("worker-dies", second, wait=False)
+        assert started.job_id is not None
+        running = await _until(api, started.job_id, ("running",))
+        assert running.state is JobState.RUNNING  # the model is slow: the job is in its call
+        worker.kill()  # SIGKILL: no clean-up, no result
+        worker.wait(timeout=30)
+        lost = await _until(api, started.job_id, ("failed",), seconds=HEARTBEAT_TTL + 20)
+        assert lost.error is not None
+        assert (lost.error["code"], lost.error["retryable"]) == ("INTERNAL_ERROR", True)
+        assert "worker" in lost.error["message"]
+        assert await api.stages.stage_memory(second) is None  # nothing half-written
+    finally:
+        await api.aclose()
+
+
+async def _until(
+    api: Container, job_id: str, states: tuple[str, ...], seconds: float = 60
+) -> JobStatus:
+    deadline = time.monotonic() + seconds
+    while True:
+        status = await api.jobs.status(job_id)
+        assert status is not None, "a submitted job is known"
+        if status.state.value in states or time.monotonic() > deadline:
+            return status
+        await asyncio.sleep(0.1)
+
+
+def test_llm_compression_on_a_worker_and_a_worker_that_dies(
+    postgres_url: str, redis_url: str, tmp_path: Path
+) -> None:
+    with chat_server(FakeOpenAI()) as fake:
+        extractive = asyncio.run(_extractive_planning_summary())
+        lossy = "\n".join(line for line in extractive.splitlines() if "signature" not in line)
+        fake.default = json.dumps({"summary": lossy})
+        fake.script += [Reply(), Reply(delay=120)]  # the second stage's call never returns
+        settings = Settings(
+            agentcore_data_dir=tmp_path / "api", database_url=postgres_url, redis_url=redis_url
+        )
+        llm = {
+            "COMPRESSION_ENGINE": "llm",
+            "OPENAI_API_KEY": API_KEY,
+            "OPENAI_BASE_URL": fake.url,
+            "FACT_EXTRACTOR": "offline",
+        }
+        with celery_worker(tmp_path / "worker", postgres_url, redis_url, **llm) as worker:
+            asyncio.run(_llm_stages_on_a_worker(settings, worker))
+            assert worker.returncode == -signal.SIGKILL
+
+
+async def _extractive_planning_summary() -> str:
+    tokens = BpeTokenCounter()
+    items = [
+        CompressionItem(f"p{i}", text, critical=text in CRITICAL) for i, text in enumerate(PLANNING)
+    ]
+    return (await ContextCompressor(ExtractiveEngine(tokens), tokens).compress_stage(items)).summary

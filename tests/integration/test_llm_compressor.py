@@ -30,6 +30,7 @@ from agentcore.services.compression import (
     ContextCompressor,
     ErrorPattern,
 )
+from tests.agent_trace import CRITICAL, PLANNING
 from tests.conftest import migrate
 from tests.openai_chat_stub import API_KEY, FakeOpenAI, Reply, chat_server
 from tests.unit.test_compression import AGENT_STAGE
@@ -274,3 +275,68 @@ async def test_past_the_budget_a_stage_is_refused_before_any_model_call(
     finally:
         await container.aclose()
     assert fake.requests == []
+
+
+# --- an agent's stage on the LLM path: the same record shape, repaired or replaced ------------
+
+TRACE_ITEMS = [
+    CompressionItem(f"p{i}", text, critical=text in CRITICAL, created_at=T0 + timedelta(minutes=i))
+    for i, text in enumerate(PLANNING)
+]
+
+
+async def _planning_summary(counter: BpeTokenCounter) -> str:
+    extractive = ContextCompressor(ExtractiveEngine(counter), counter)
+    return (await extractive.compress_stage(TRACE_ITEMS)).summary
+
+
+async def _compress_trace(fake: FakeOpenAI, counter: BpeTokenCounter) -> CompressionResult:
+    client = openai.AsyncOpenAI(api_key=API_KEY, base_url=fake.url, max_retries=0)
+    try:
+        compressor = ContextCompressor(
+            LLMEngine(client, "gpt-4.1-mini"), counter, fallback_engine=ExtractiveEngine(counter)
+        )
+        return await compressor.compress_stage(TRACE_ITEMS)
+    finally:
+        await client.close()
+
+
+async def test_an_llm_summary_that_drops_a_flagged_memory_is_repaired(
+    fake: FakeOpenAI, counter: BpeTokenCounter
+) -> None:
+    summary = await _planning_summary(counter)
+    lossy = "\n".join(line for line in summary.splitlines() if "signature" not in line)
+    assert lossy != summary
+    fake.script.append(Reply(json.dumps({"summary": lossy})))
+
+    result = await _compress_trace(fake, counter)
+
+    assert result.engine == "llm:gpt-4.1-mini"
+    assert len(fake.requests) == 1  # repaired without a second call
+    metrics = result.quality_metrics()
+    assert (metrics["repaired"], metrics["repaired_drafts"], metrics["replaced_by"]) == (
+        True,
+        1,
+        None,
+    )
+    assert result.retention == 1.0
+    assert 8 <= result.ratio <= 12
+    assert set(CRITICAL) & set(PLANNING) <= {f.content for f in result.critical_facts}
+
+
+async def test_an_llm_summary_off_the_ratio_is_replaced_by_the_extractive_one(
+    fake: FakeOpenAI, counter: BpeTokenCounter
+) -> None:
+    everything = json.dumps({"summary": "\n".join(PLANNING)})  # no compression at all
+    fake.script += [Reply(everything), Reply(everything)]
+
+    result = await _compress_trace(fake, counter)
+
+    assert result.engine == "extractive"
+    assert len(fake.requests) == 2  # two LLM drafts, then the extractive ladder
+    metrics = result.quality_metrics()
+    assert metrics["replaced_by"] == "extractive"
+    assert [a["engine"] for a in metrics["attempts"][:2]] == ["llm:gpt-4.1-mini"] * 2
+    assert result.retention == 1.0
+    assert 8 <= result.ratio <= 12
+    assert result.summary == await _planning_summary(counter)
