@@ -33,7 +33,6 @@ from agentcore.domain.critical_facts import (
 )
 from agentcore.domain.error_records import MEMORY_SOURCE as ERROR_MEMORY_SOURCE
 from agentcore.domain.errors import (
-    Conflict,
     InvalidParams,
     InvalidState,
     TaskNotFound,
@@ -114,14 +113,15 @@ class CompassService:
         self._tokens = tokens
         self._clock = clock
         self._settings = settings
-        self._submitted: dict[str, float] = {}  # stage id → when its job was last submitted
+        # stage id → (when its job was last submitted, the job's id)
+        self._submitted: dict[str, tuple[float, str]] = {}
 
     async def complete_stage(self, task_id: str, stage_id: str, *, wait: bool = True) -> Completion:
         stage = await self._stages.complete(task_id, stage_id)
         existing = await self._stages.stage_memory(stage.id)
         if existing is not None or not self._settings.auto_compress:
             return Completion(stage, existing)
-        job_id = await self._jobs.submit(COMPRESS_STAGE, {"stage_id": stage.id})
+        job_id = await self._submit(stage.id, fresh=True)
         if not wait:
             return Completion(stage, job_id=job_id)
         status = await self._jobs.wait(job_id, self._settings.wait_seconds)
@@ -157,15 +157,10 @@ class CompassService:
         )
         cost = await self._record_cost(result, COMPRESSION_STAGE, stage.agent_id, stage.task_id)
         memory = _stage_memory(stage, result, [m.id for m in raw], cost, self._clock())
-        try:
-            await self._stages.save_stage_memory(memory)
-        except Conflict:  # compressed meanwhile by another job: that one stands
-            saved = await self._stages.stage_memory(stage_id)
-            if saved is not None:
-                return saved
-            raise
-        await self._record_metrics("stage", stage.task_id, stage.id, result, cost)
-        return memory
+        stored = await self._stages.save_stage_memory(memory)
+        if stored is memory:  # else compressed meanwhile by another job: that one stands
+            await self._record_metrics("stage", stage.task_id, stage.id, result, cost)
+        return stored
 
     async def compress_pending(self, limit: int = 20) -> int:
         """Submit compression jobs for completed stages without a stage memory."""
@@ -175,16 +170,26 @@ class CompassService:
         pending = [
             stage
             for stage in await self._stages.pending_compression(limit)
-            if now - self._submitted.get(stage.id, -RESUBMIT_SECONDS) >= RESUBMIT_SECONDS
+            if stage.id not in self._submitted
+            or now - self._submitted[stage.id][0] >= RESUBMIT_SECONDS
         ]
         for stage in pending:
-            await self._jobs.submit(COMPRESS_STAGE, {"stage_id": stage.id})
-            self._submitted[stage.id] = now
+            await self._submit(stage.id)
         for stage_id in [
-            k for k, at in self._submitted.items() if now - at > 10 * RESUBMIT_SECONDS
+            k for k, (at, _) in self._submitted.items() if now - at > 10 * RESUBMIT_SECONDS
         ]:
             del self._submitted[stage_id]
         return len(pending)
+
+    async def _submit(self, stage_id: str, *, fresh: bool = False) -> str:
+        """The id of a job compressing the stage: one this process submitted less than
+        ``RESUBMIT_SECONDS`` ago, unless ``fresh``, else a new one."""
+        known = self._submitted.get(stage_id)
+        if not fresh and known is not None and time.monotonic() - known[0] < RESUBMIT_SECONDS:
+            return known[1]
+        job_id = await self._jobs.submit(COMPRESS_STAGE, {"stage_id": stage_id})
+        self._submitted[stage_id] = (time.monotonic(), job_id)
+        return job_id
 
     async def run_compress_job(self, payload: dict[str, Any]) -> dict[str, Any]:
         """The job handler of ``COMPRESS_STAGE``: the record ``memory.stage.complete`` returns
@@ -249,11 +254,7 @@ class CompassService:
             return
         waiting = [s for s in stages if s.status is StageStatus.COMPLETED]
         compressed = {m.stage_id for m in await self._stages.stage_memories_of(stages[0].task_id)}
-        jobs = [
-            await self._jobs.submit(COMPRESS_STAGE, {"stage_id": s.id})
-            for s in waiting
-            if s.id not in compressed
-        ]
+        jobs = [await self._submit(s.id) for s in waiting if s.id not in compressed]
         for job_id in jobs:
             await self._jobs.wait(job_id, self._settings.wait_seconds)
 

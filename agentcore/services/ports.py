@@ -295,8 +295,9 @@ class StageRepository(Protocol):
 
 
 class StageMemoryRepository(Protocol):
-    async def save(self, memory: StageMemory) -> None:
-        """Insert, or replace the stage memory of the same stage."""
+    async def save(self, memory: StageMemory) -> bool:
+        """Insert unless the stage has a stage memory already (the first one stands);
+        whether it was inserted."""
         ...
 
     async def get(self, stage_id: str) -> StageMemory | None: ...

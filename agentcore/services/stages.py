@@ -172,10 +172,16 @@ class StageManager:
         )
         return None if stage is None else stage.id
 
-    async def save_stage_memory(self, memory: StageMemory) -> None:
+    async def save_stage_memory(self, memory: StageMemory) -> StageMemory:
+        """Store the stage memory unless its stage has one (a concurrent compression was
+        first); returns the one that stands."""
         async with self._uow_factory() as uow:
-            await uow.stage_memories.save(memory)
-            await uow.commit()
+            if await uow.stage_memories.save(memory):
+                await uow.commit()
+                return memory
+            existing = await uow.stage_memories.get(memory.stage_id)
+        assert existing is not None, "a conflicting stage memory exists"
+        return existing
 
     async def stage_memory(self, stage_id: str) -> StageMemory | None:
         async with self._uow_factory(read_only=True) as uow:

@@ -208,6 +208,17 @@ def test_ace_strategic_context_and_interventions(service: TestClient) -> None:
     assert calm["current_stage"]["id"] == stage_id
     assert calm["task_progress"]["current_stage_id"] == stage_id
     assert len(calm["relevant_memories"]) == 10
+    # falling coherence asks for the critical facts: they rise in the same ranking
+    drifting = result(
+        service,
+        "memory.ace.strategic_context",
+        decision_type="general",
+        performance_metrics={"coherence": 0.3},
+        **task,
+    )
+    assert [s["name"] for s in drifting["signals"]] == ["falling_coherence"]
+    assert drifting["recommended_action"]["action"] == "context_refresh"
+    assert first_critical(drifting) < first_critical(calm)
 
     for n in range(3):
         result(
@@ -232,7 +243,6 @@ def test_ace_strategic_context_and_interventions(service: TestClient) -> None:
     assert troubled["error_patterns"]
     top = troubled["relevant_memories"][0]["memory"]
     assert top["metadata"].get("kind") == "error"  # error recovery ranks the errors first
-
     used = ids[:2]
     success = result(
         service,
@@ -270,6 +280,11 @@ def test_ace_strategic_context_and_interventions(service: TestClient) -> None:
     }
     # the last replan failed: the recommendation steps up
     assert again["recommended_action"]["action"] == "escalate"
+
+
+def first_critical(context: dict[str, Any]) -> int:
+    flags = [hit["memory"]["critical"] for hit in context["relevant_memories"]]
+    return flags.index(True) if True in flags else len(flags)
 
 
 def test_ace_refuses_bad_input_and_changes_nothing(service: TestClient) -> None:

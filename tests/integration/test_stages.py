@@ -155,13 +155,13 @@ async def test_stage_memories_and_task_contexts_are_stored(stack: Container) -> 
         ("m1", "m2"), 9.8, {"retention": 1.0, "ratio_ok": True}, "extractive", False, 0.0,
         400, 41, T0,
     )  # fmt: skip
-    await stages.save_stage_memory(record)
-    revised = replace(record, summary="Chose Postgres 16.", fallback=True)
-    await stages.save_stage_memory(revised)
-    assert await stages.stage_memory(planning.id) == revised
-    assert await stages.stage_memories_of("t9") == [revised]
+    assert await stages.save_stage_memory(record) == record
+    later = replace(record, summary="Chose Postgres 16.", fallback=True)
+    assert await stages.save_stage_memory(later) == record  # the first compression stands
+    assert await stages.stage_memory(planning.id) == record
+    assert await stages.stage_memories_of("t9") == [record]
     assert await stages.pending_compression() == []
-    assert await stages.detail(planning.id) == (await stages.get(planning.id), revised)
+    assert await stages.detail(planning.id) == (await stages.get(planning.id), record)
 
     context = TaskContext("t9", "Planned.", None, (planning.id,), ("budget",), {"errors": 0}, T0)
     await stages.save_task_context(context)

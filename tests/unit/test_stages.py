@@ -107,8 +107,11 @@ class _StageMemories:
     def __init__(self, state: _State) -> None:
         self._s = state
 
-    async def save(self, memory: StageMemory) -> None:
+    async def save(self, memory: StageMemory) -> bool:
+        if memory.stage_id in self._s.stage_memories:
+            return False
         self._s.stage_memories[memory.stage_id] = memory
+        return True
 
     async def get(self, stage_id: str) -> StageMemory | None:
         return self._s.stage_memories.get(stage_id)

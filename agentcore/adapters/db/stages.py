@@ -130,7 +130,7 @@ class SqlStageMemoryRepository:
         self._session = session
         self._dialect = dialect
 
-    async def save(self, memory: StageMemory) -> None:
+    async def save(self, memory: StageMemory) -> bool:
         values = {
             "id": memory.stage_id,
             "stage_id": memory.stage_id,
@@ -148,7 +148,9 @@ class SqlStageMemoryRepository:
             "tokens_out": memory.tokens_out,
             "created_at": memory.created_at,
         }
-        await self._session.execute(upsert(self._dialect, _STAGE_MEMORIES, values, "stage_id"))
+        stmt = insert_ignoring_conflicts(self._dialect, _STAGE_MEMORIES, values)
+        result = cast(CursorResult[Any], await self._session.execute(stmt))
+        return result.rowcount > 0
 
     async def get(self, stage_id: str) -> StageMemory | None:
         stmt = select(_STAGE_MEMORIES).where(_STAGE_MEMORIES.c.stage_id == stage_id)

@@ -3,7 +3,9 @@ interventions it records, whose outcomes feed back into the importance of the me
 relied on.
 
 ``strategic_context`` gathers in one call what ACE decides on: the memories ranked for the
-decision type and the task's current stage, the task's error patterns, every critical
+decision type and the task's current stage, shifted towards what the signals say the task
+needs (errors → what corrected errors, stalled progress → plans and strategies, falling
+coherence → critical facts), the task's error patterns, every critical
 constraint of the task, its progress brief, the signals over their thresholds and the action
 they recommend (``agentcore.domain.ace``), and the count of past interventions by type and
 outcome.
@@ -22,6 +24,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agentcore.domain.ace import (
+    COHERENCE,
+    ERROR_RATE,
+    PATTERN,
+    STALLED,
     AceThresholds,
     Intervention,
     Observations,
@@ -47,6 +53,14 @@ from agentcore.services.retrieval import ScoredMemory, SearchQuery
 from agentcore.services.stages import StageManager
 
 PAST_INTERVENTIONS = 20  # the newest interventions the recommendation looks at
+# What a signal makes worth more in the ranking: (weight, at least this value).
+SIGNAL_NEEDS = {
+    ERROR_RATE: ("error_correction", 0.25),
+    PATTERN: ("error_correction", 0.25),
+    COHERENCE: ("criticality", 0.25),
+    STALLED: ("stage_relevance", 0.3),
+}
+MAX_OVERRIDE = 0.6  # the overridden weights together, at most
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,24 +166,8 @@ class AceService:
         stages = await self._stages.stages_of(task_id)
         progress = await self._compass.task_progress(task_id) if stages else None
         active = next((s for s in stages if s.status is StageStatus.ACTIVE), None)
-        decision = DECISIONS[decision_type]
-        stage = decision.stage or (None if active is None else active.stage_type)
-        search = await self._memory.search(
-            SearchQuery(
-                query=_query(query, decision, progress),
-                scope=scope,
-                limit=limit,
-                current_stage=None if stage is None else stage.value,
-                scoring_weights=decision.weights or None,
-            )
-        )
         errors = await self._errors.history(task_id=task_id, limit=MAX_HISTORY)
-        if not stages and not errors and not search.results:
-            raise TaskNotFound(f"nothing is known about task {task_id}")
         patterns = (await self._errors.patterns(task_id=task_id)).patterns
-        async with self._uow_factory(read_only=True) as uow:
-            past = await uow.interventions.of_task(task_id, PAST_INTERVENTIONS)
-            counts = await uow.interventions.count(task_id)
         seen = Observations(
             metrics=performance_metrics,
             observed_error_rate=await self._error_rate(scope, len(errors)),
@@ -180,6 +178,22 @@ class AceService:
             monthly_budget_used=min((await self._costs.budget_status()).used_pct / 100, 1.0),
         )
         signals = detect_signals(seen, self._settings.thresholds)
+        decision = DECISIONS[decision_type]
+        stage, weights = _ranking(decision, active, signals)
+        search = await self._memory.search(
+            SearchQuery(
+                query=_query(query, decision, progress),
+                scope=scope,
+                limit=limit,
+                current_stage=None if stage is None else stage.value,
+                scoring_weights=weights or None,
+            )
+        )
+        if not stages and not errors and not search.results:
+            raise TaskNotFound(f"nothing is known about task {task_id}")
+        async with self._uow_factory(read_only=True) as uow:
+            past = await uow.interventions.of_task(task_id, PAST_INTERVENTIONS)
+            counts = await uow.interventions.count(task_id)
         return StrategicContext(
             task_id=task_id,
             decision_type=decision_type,
@@ -253,6 +267,26 @@ class AceService:
 def _task_of(scope: ScopeIds) -> str:
     assert scope.task_id is not None, "ACE calls are about a task"
     return scope.task_id
+
+
+def _ranking(
+    decision: Decision, active: Stage | None, signals: Sequence[Signal]
+) -> tuple[StageType | None, dict[str, float]]:
+    """The stage and weight overrides that rank memories for the decision, shifted by what
+    the signals say the task needs (FR-8, "context needs"): errors → what corrected errors,
+    stalled progress → plans and strategies, falling coherence → critical facts."""
+    stage = decision.stage or (None if active is None else active.stage_type)
+    weights = dict(decision.weights)
+    for signal in signals:
+        need = SIGNAL_NEEDS.get(signal.name)
+        if need is not None:
+            weights[need[0]] = max(weights.get(need[0], 0.0), need[1])
+        if signal.name == STALLED and decision.stage is None:
+            stage = StageType.PLANNING
+    total = sum(weights.values())
+    if total > MAX_OVERRIDE:  # leave similarity and recency their share
+        weights = {name: value * MAX_OVERRIDE / total for name, value in weights.items()}
+    return stage, weights
 
 
 def _query(query: str | None, decision: Decision, progress: TaskContext | None) -> str:
