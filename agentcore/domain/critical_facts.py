@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from functools import lru_cache
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -71,7 +72,8 @@ _INTERJECTION = re.compile(
 )
 _SUBORDINATOR = re.compile(
     r"^(?:if|unless|when|whenever|until|before|after|because|since|although|though|while|"
-    r"once|as long as|in case|otherwise|except|so that|or else|by|within|no later than)\b",
+    r"once|as long as|in case|otherwise|except|so that|or else|by|within|no later than|"
+    r"per|as per|ahead of|according to|in line with|due to|given)\b",
     re.IGNORECASE,
 )
 _RELATIVE = re.compile(r"^(?:which|who|whom|whose|where)\b", re.IGNORECASE)
@@ -255,6 +257,7 @@ def stem(word: str) -> str:
     return word
 
 
+@lru_cache(maxsize=16_384)  # a compression asks for the same sentences' terms many times
 def terms(text: str) -> Terms:
     """The comparable content of ``text``; interjections and fillers (what ``compact`` drops)
     do not count, so a fact and its compacted form have the same terms."""

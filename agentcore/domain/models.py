@@ -103,7 +103,7 @@ class Memory:
     tags: list[str] = field(default_factory=list)
     key: str | None = None
     stage_id: str | None = None
-    critical: bool = False
+    critical: bool = False  # flagged, or stating a requirement (FR-5.2)
     importance: float = 0.5
     access_count: int = 0
     last_accessed_at: datetime | None = None
@@ -115,6 +115,7 @@ class Memory:
     compacted_from_ids: list[str] = field(default_factory=list)
     created_in_session_id: str | None = None
     embedding_model: str | None = None
+    flagged: bool = False  # the caller marked it critical (not only its content)
 
     @property
     def scope_key(self) -> str:

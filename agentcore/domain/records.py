@@ -109,6 +109,7 @@ def build_memory(new: NewMemory, now: datetime, max_length: int, embedding_model
         stage_id=new.stage_id,
         # Constraints and requirements are critical by themselves (FR-5.2).
         critical=new.critical or states_requirement(new.content),
+        flagged=new.critical,
         expires_at=expiry(now, new.expires_at, new.ttl_seconds),
         source=new.source,
         importance=new.importance,
@@ -132,8 +133,11 @@ def apply_changes(
             updates["metadata"] = merged
     if changes.tags is not None and list(dict.fromkeys(changes.tags)) != memory.tags:
         updates["tags"] = list(dict.fromkeys(changes.tags))
-    if changes.critical is not None and changes.critical != memory.critical:
-        updates["critical"] = changes.critical
+    if changes.critical is not None and (changes.critical, changes.critical) != (
+        memory.critical,
+        memory.flagged,
+    ):
+        updates["critical"] = updates["flagged"] = changes.critical
     if changes.expires_at is not None and changes.expires_at != memory.expires_at:
         updates["expires_at"] = expiry(now, changes.expires_at, None)
     before = {name: getattr(memory, name) for name in updates}

@@ -414,10 +414,12 @@ def _stage_summary(stage: Stage, memory: StageMemory) -> StageSummary:
 
 
 def _flagged(memory: Memory) -> bool:
-    """Whether a memory is a critical fact of its stage: flagged by the agent, or stating a
-    requirement. The error tracker's memories are critical for retrieval but state no rule
-    of the task; their errors reach the summary as sentences and error patterns."""
-    return memory.critical and memory.source != ERROR_MEMORY_SOURCE
+    """Whether every sentence of a memory is a critical fact of its stage: the agent flagged
+    it. A memory that is critical because it states a requirement gives its requirement
+    sentences as constraints, not its other sentences. The error tracker's memories are
+    critical for retrieval but state no rule of the task; their errors reach the summary as
+    sentences and error patterns."""
+    return memory.flagged and memory.source != ERROR_MEMORY_SOURCE
 
 
 def _brief_figures(result: CompressionResult) -> dict[str, Any]:

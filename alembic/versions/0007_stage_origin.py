@@ -39,6 +39,6 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("stages") as batch:
-        batch.drop_column("detect_transitions")
-        batch.drop_column("origin")
+    # DROP COLUMN in place (SQLite 3.35+), not a batch copy that would lose the partial index.
+    op.execute("ALTER TABLE stages DROP COLUMN detect_transitions")
+    op.execute("ALTER TABLE stages DROP COLUMN origin")

@@ -1,18 +1,19 @@
 """The extractive compression engine: no model, deterministic, about 60 ms for 100 memories.
 
 1. Every sentence of every item is a candidate, compacted (interjections and filler words
-   dropped) and scored: TF-IDF cosine to the whole input (centrality), plus a little for
-   numbers and names, less for questions and near-empty sentences.
+   dropped) and scored: TF-IDF cosine to the whole input (centrality), plus
+   ``SPECIFIC_BONUS`` per specific token (numbers, identifiers, names: the details a reader
+   asks for), less for questions and near-empty sentences.
 2. The critical facts go first (compacted; word for word on the last-resort step), by kind
    priority, within the request's ``max_tokens`` (the upper tolerance of the ratio). Key facts
    (decisions, error fixes, identifiers) are not required: their sentences score
    ``KEY_FACT_BONUS`` more. Facts listed beside the summary (a task brief's constraints)
    are not repeated: their sentences score ``LISTED_FACTOR`` times less.
-3. Then the most valuable set of other sentences that fits ``budget_tokens`` (a knapsack
-   over the best 64, each whole or cut after a clause, value = score × √content words;
-   greedy by score when the room passes 400 tokens), skipping any that repeats a chosen
-   one. If the printed summary is still under ``min_tokens``, unused sentences (or their
-   cuts) are added while it stays within ``max_tokens``.
+3. Then the most valuable set of other whole sentences that fits ``budget_tokens`` (a
+   knapsack over the best 64, value = score × √content words; greedy by score when the room
+   passes 400 tokens), skipping any that repeats a chosen one. If the printed summary is
+   still under ``min_tokens``, unused sentences (or their cuts after a clause) are added
+   while it stays within ``max_tokens``.
 4. The chosen units are printed in chronological order, one line per item, prefixed with the
    item's label (speaker, or stage type) when the items have at least two labels (one
    speaker throughout says nothing worth its tokens).
@@ -50,6 +51,7 @@ from agentcore.services.compression import (
 from agentcore.services.working_memory import TokenCounter
 
 REDUNDANT = 0.7  # share of the smaller unit's words already in a chosen unit
+SPECIFIC_BONUS, SPECIFIC_MAX = 0.2, 3  # per specific token: the details a reader asks for
 KEY_FACT_BONUS = 0.3  # added to the score of a sentence that states a key fact
 LISTED_FACTOR = 0.2  # the score of a sentence stating a fact that is listed beside the summary
 _CANDIDATES = 64  # best-scored sentences considered for the summary
@@ -76,6 +78,17 @@ _EVALUATIVE_WORDS = (
 )
 _EVALUATIVE = frozenset(stem(w) for w in _EVALUATIVE_WORDS.split())
 _NAME = re.compile(r"(?<=\w[\s,])[A-Z][a-z]+")
+# What makes a sentence specific: numbers, identifiers (paths, hosts, versions, snake_case,
+# CamelCase, ticket keys) and names that are not the first word.
+_SPECIFIC = re.compile(
+    r"\d[\d.,:%]*|\b\w+(?:[_/.:-]\w+)+\b|\b[a-z]+[A-Z]\w*|\b[A-Z][a-z]+[A-Z]\w*"
+    r"|(?<=\w[\s,])[A-Z][a-z]+"
+)
+
+
+def _specifics(text: str) -> int:
+    """How many specific tokens (``_SPECIFIC``) the text holds, each counted once."""
+    return len(set(_SPECIFIC.findall(text)))
 
 
 @dataclass
@@ -165,11 +178,10 @@ class ExtractiveEngine:
                 candidates.append(unit)
         room = request.budget_tokens - used
         if room <= _EXACT_FILL_TOKENS:
-            # Each sentence whole or cut after a clause: the most valuable set that fits.
-            groups = [[unit, *self._cuts(unit)] for unit in candidates]
-            options = [[(cost(o), _value(o)) for o in group] for group in groups]
-            for g, o in _knapsack(options, room):
-                take(groups[g][o], cost(groups[g][o]))
+            # Whole sentences (a cut loses what it drops): the most valuable set that fits.
+            options = [[(cost(unit), _value(unit))] for unit in candidates]
+            for g, _ in _knapsack(options, room):
+                take(candidates[g], cost(candidates[g]))
         else:  # big budgets: sentence granularity is fine, greedy by score
             for unit in candidates:
                 if used + cost(unit) <= request.budget_tokens:
@@ -295,8 +307,8 @@ def _fact_units(request: CompressionRequest) -> list[_Unit]:
 def _score(units: list[_Unit]) -> list[_Unit]:
     """Centrality: cosine of each unit's binary word vector, IDF-weighted, to the input's word
     counts, evaluative and phatic words ("great", "thanks") left out as they state no fact;
-    plus 0.1 per number and 0.05 per name (two of each at most); questions ×0.6; units with
-    fewer than three content words ×0.5. Normalized so the best is about 1."""
+    plus ``SPECIFIC_BONUS`` per specific token (``SPECIFIC_MAX`` at most); questions ×0.6;
+    units with fewer than three content words ×0.5. Normalized so the best is about 1."""
     if not units:
         return units
     df = Counter(w for u in units for w in u.terms.words if w not in _EVALUATIVE)
@@ -310,9 +322,7 @@ def _score(units: list[_Unit]) -> list[_Unit]:
     top = max(raw) or 1.0
     for unit, value in zip(units, raw, strict=True):
         score = value / top
-        score += 0.1 * min(len(unit.terms.numbers), 2) + 0.05 * min(
-            len(_NAME.findall(unit.text)), 2
-        )
+        score += SPECIFIC_BONUS * min(_specifics(unit.text), SPECIFIC_MAX)
         if unit.text.endswith("?"):
             score *= 0.6
         if len(unit.terms.words) < 3:

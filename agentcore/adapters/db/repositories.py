@@ -75,6 +75,7 @@ def memory_values(memory: Memory) -> dict[str, Any]:
         "key": memory.key,
         "stage_id": memory.stage_id,
         "critical": memory.critical,
+        "flagged": memory.flagged,
         "importance": memory.importance,
         "access_count": memory.access_count,
         "last_accessed_at": memory.last_accessed_at,
@@ -115,6 +116,7 @@ def memory_from_row(row: Mapping[str, Any]) -> Memory:
         compacted_from_ids=list(row["compacted_from_ids"] or []),
         created_in_session_id=row["created_in_session_id"],
         embedding_model=row["embedding_model"],
+        flagged=row["flagged"],
     )
 
 

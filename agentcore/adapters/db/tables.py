@@ -82,6 +82,7 @@ class MemoryRow(Base):
     key: Mapped[str | None] = mapped_column(String(KEY_LEN))
     stage_id: Mapped[str | None] = mapped_column(String(ID_LEN), index=True)
     critical: Mapped[bool] = mapped_column(Boolean)
+    flagged: Mapped[bool] = mapped_column(Boolean, server_default=false())  # 0009
     importance: Mapped[float] = mapped_column(Float)
     access_count: Mapped[int] = mapped_column(Integer)
     last_accessed_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
