@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import itertools
 import re
-from functools import lru_cache
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import lru_cache
 
 MIN_COVERAGE = 0.8
 ALIGNMENT = 0.75
