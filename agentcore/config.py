@@ -84,7 +84,7 @@ class Settings(BaseSettings):
     compression_engine: Literal["auto", "extractive", "llm"] = "auto"
     stage_compression_ratio_target: float = Field(10.0, gt=1)
     task_compression_ratio_target: float = Field(5.0, gt=1)
-    compression_quality_threshold: float = Field(0.95, ge=0, le=1)
+    compression_quality_threshold: float = Field(1.0, ge=0, le=1)
     stage_auto_transition: bool = True
     stage_completion_auto_compress: bool = True
     stage_default_duration_seconds: int = Field(1800, ge=1)

@@ -76,6 +76,8 @@ _SUBORDINATOR = re.compile(
     r"per|as per|ahead of|according to|in line with|due to|given)\b",
     re.IGNORECASE,
 )
+_CODE = re.compile(r"`[^`]*`")
+SHORT_FACT = 24  # words: a fact this short keeps its clauses together
 _RELATIVE = re.compile(r"^(?:which|who|whom|whose|where)\b", re.IGNORECASE)
 _PARTICIPLE_IRREGULAR = _word_set(
     "done made kept set sent paid built held put run shut met read written taken given seen "
@@ -309,12 +311,13 @@ def extract_critical_facts(passages: Sequence[Passage]) -> list[CriticalFact]:
                 if compact(sentence):
                     facts.append(CriticalFact(sentence, FactKind.FLAGGED, (passage.id,), position))
                 continue
-            if _FIX.search(sentence) and p_index - recent_error <= 3:
-                facts.append(CriticalFact(sentence, FactKind.ERROR_FIX, (passage.id,), position))
-                continue
             if sentence.rstrip().endswith("?"):
                 continue  # a question states nothing
-            for content, kind in _sentence_facts(sentence):
+            found = _sentence_facts(sentence)
+            rule = any(kind is FactKind.CONSTRAINT for _, kind in found)
+            if not rule and _FIX.search(sentence) and p_index - recent_error <= 3:
+                found = [(sentence, FactKind.ERROR_FIX)]  # a rule about fixes stays a rule
+            for content, kind in found:
                 facts.append(CriticalFact(content, kind, (passage.id,), position))
     return merge_duplicates(facts)
 
@@ -322,10 +325,12 @@ def extract_critical_facts(passages: Sequence[Passage]) -> list[CriticalFact]:
 def _sentence_facts(sentence: str) -> list[tuple[str, FactKind]]:
     spans = _clause_spans(sentence)
     clauses = [sentence[a:b] for a, b in spans]
+    # Quoted code (`...`: an error message, a command) states no rule of its own.
+    prose = _CODE.sub(lambda code: " " * len(code.group()), sentence)
+    kinds = [_clause_kind(prose[a:b]) for a, b in spans]
     found: list[tuple[str, FactKind]] = []
     taken: set[int] = set()
-    for index, clause in enumerate(clauses):
-        kind = _clause_kind(clause)
+    for index, kind in enumerate(kinds):
         if kind is None or index in taken:
             continue
         start, end = index, index + 1
@@ -335,8 +340,17 @@ def _sentence_facts(sentence: str) -> list[tuple[str, FactKind]]:
             start -= 1
         if start > 0 and _SUBORDINATOR.match(clauses[start - 1]):
             start -= 1
-        while end < len(clauses) and (
-            _SUBORDINATOR.match(clauses[end]) or len(clauses[end].split()) < 3
+        while (
+            end < len(clauses)
+            and (
+                _SUBORDINATOR.match(clauses[end])
+                or len(clauses[end].split()) < 3
+                # a short rule is one thought: "...; they go in as new commits"
+                or (
+                    kinds[end] is None
+                    and len(sentence[spans[start][0] : spans[end][1]].split()) <= SHORT_FACT
+                )
+            )
         ):
             end += 1
         taken.update(range(start, end))

@@ -3,7 +3,7 @@
 LLM) writes a draft; the compressor checks every draft and falls back when the check fails.
 
 Quality check (FR-3.3), after every draft:
-- critical-fact retention ≥ ``quality_threshold`` (0.95), as defined in
+- critical-fact retention ≥ ``quality_threshold`` (1.0: every flagged sentence and constraint; the spec allows 0.95), as defined in
   ``agentcore.domain.critical_facts`` (content words, exact numbers, negations);
 - the achieved ratio input/output tokens within the attempt's target ±``ratio_tolerance`` (20%);
 - no contradiction of the source introduced (a negation flip or a changed number).
@@ -285,7 +285,7 @@ class ContextCompressor:
         tokens: TokenCounter,
         *,
         fallback_engine: CompressionEngine | None = None,
-        quality_threshold: float = 0.95,
+        quality_threshold: float = 1.0,
         ratio_tolerance: float = 0.2,
         min_summary_tokens: int = 20,
     ) -> None:

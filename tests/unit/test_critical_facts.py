@@ -31,7 +31,7 @@ def _facts(*texts: str, flagged: bool = False) -> list[tuple[str, FactKind]]:
         ("The API allows at most 100 requests per minute.", None),
         ("The report is due by Friday noon.", None),
         ("A second reviewer is required for schema changes.", None),
-        ("I'm allergic to peanuts, so no satay for me.", "I'm allergic to peanuts"),
+        ("I'm allergic to peanuts, so no satay for me.", None),  # short: one thought, kept whole
         ("We always run the full test suite on release branches.", None),
         ("Jo never eats meat.", None),
         ("The backup must be verified weekly.", None),
@@ -115,6 +115,19 @@ def test_a_flagged_fact_keeps_its_own_words() -> None:
     assert "Never deploy the billing service on Friday." in contents  # flagged, own words
     assert [f.kind for f in facts] == [FactKind.CONSTRAINT, FactKind.FLAGGED, FactKind.FLAGGED]
     assert facts[0].source_ids == ("a", "c")  # the repeated rule merged into the first
+
+
+def test_a_short_rule_keeps_its_clauses_and_quoted_code_is_no_rule() -> None:
+    assert _facts("Fixes must not be force-pushed to the release branch; they go in as commits.") == [
+        ("Fixes must not be force-pushed to the release branch; they go in as commits.",
+         FactKind.CONSTRAINT)
+    ]  # fmt: skip
+    assert _facts("The log says `ScannerError: mapping values are not allowed here`.") == []
+
+
+def test_a_rule_about_fixes_is_a_constraint_not_an_error_fix() -> None:
+    facts = _facts("The deploy failed with a timeout.", "Fixes must never skip the review.")
+    assert facts == [("Fixes must never skip the review.", FactKind.CONSTRAINT)]
 
 
 def test_a_relative_clause_keeps_what_it_refers_to() -> None:
