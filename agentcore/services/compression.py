@@ -3,8 +3,9 @@
 LLM) writes a draft; the compressor checks every draft and falls back when the check fails.
 
 Quality check (FR-3.3), after every draft:
-- critical-fact retention ≥ ``quality_threshold`` (1.0: every flagged sentence and constraint; the spec allows 0.95), as defined in
-  ``agentcore.domain.critical_facts`` (content words, exact numbers, negations);
+- critical-fact retention ≥ ``quality_threshold`` (1.0: every flagged sentence and constraint;
+  the spec allows 0.95), as defined in ``agentcore.domain.critical_facts`` (content words,
+  exact numbers, negations);
 - the achieved ratio input/output tokens within the attempt's target ±``ratio_tolerance`` (20%);
 - no contradiction of the source introduced (a negation flip or a changed number).
 
