@@ -117,8 +117,9 @@ def report(rows: list[dict[str, Any]], tasks: list[dict[str, Any]]) -> dict[str,
         ratios = [r["ratio"] for r in group]
         ms = [r["ms_per_100"] for r in group]
 
-        def share(kept: str, total: str, group: list[dict[str, Any]] = group) -> float:
-            return round(sum(r[kept] for r in group) / max(sum(r[total] for r in group), 1), 4)
+        def share(kept: str, total: str, group: list[dict[str, Any]] = group) -> float | None:
+            whole = sum(r[total] for r in group)
+            return round(sum(r[kept] for r in group) / whole, 4) if whole else None
 
         out[stage_type] = {
             "stages": len(group),
