@@ -17,7 +17,7 @@ removed), every number of the fact exactly, and a negation if the fact has one.
 A summary **contradicts** its source when one of its clauses is aligned with source clauses
 (they share at least two content words and ``ALIGNMENT`` of the smaller clause's words) and
 every aligned source clause has the opposite polarity (an odd versus even count of negations:
-"never", "not", "no"...), or states different numbers than all of them.
+"never", "not", "no"...), or states a number none of them states.
 """
 
 from __future__ import annotations
@@ -535,6 +535,9 @@ class SourceIndex:
         if all(s.negations % 2 != t.negations % 2 for s in sources):
             return Contradiction(clause, first, "negation")
         numbered = [s for s in sources if s.numbers]
-        if t.numbers and numbered and all(not t.numbers <= s.numbers for s in numbered):
+        # A changed number is one no aligned source states (a summary line may join two
+        # source lines, a log's rows, and carry the numbers of both).
+        stated = frozenset().union(*(s.numbers for s in numbered))
+        if t.numbers and numbered and not t.numbers <= stated:
             return Contradiction(clause, first, "number")
         return None
