@@ -118,10 +118,8 @@ def test_a_flagged_fact_keeps_its_own_words() -> None:
 
 
 def test_a_short_rule_keeps_its_clauses_and_quoted_code_is_no_rule() -> None:
-    assert _facts("Fixes must not be force-pushed to the release branch; they go in as commits.") == [
-        ("Fixes must not be force-pushed to the release branch; they go in as commits.",
-         FactKind.CONSTRAINT)
-    ]  # fmt: skip
+    rule = "Fixes must not be force-pushed to the release branch; they go in as commits."
+    assert _facts(rule) == [(rule, FactKind.CONSTRAINT)]
     assert _facts("The log says `ScannerError: mapping values are not allowed here`.") == []
 
 
@@ -186,6 +184,15 @@ def test_a_changed_number_is_a_contradiction() -> None:
     [problem] = index.contradictions("Session cache TTL is 60 seconds.")
     assert problem.kind == "number"
     assert index.contradictions("Session cache TTL is 30 seconds.") == []
+
+
+def test_a_summary_line_joining_two_log_lines_keeps_their_numbers() -> None:
+    log = "-> Hash Join (actual rows=358 loops=1)\n-> Seq Scan on items (actual rows=1819 loops=1)"
+    index = SourceIndex([log, "-> HashAggregate (actual rows=12 loops=1)"])
+    joined = "Hash Join (actual rows=358 loops=1). > Seq Scan on items (actual rows=1819 loops=1)."
+    assert index.contradictions(joined) == []
+    [problem] = index.contradictions("Hash Join (actual rows=999 loops=1).")
+    assert problem.kind == "number"
 
 
 def test_a_source_that_says_both_is_not_contradicted_by_either() -> None:
