@@ -27,9 +27,10 @@ from agentcore.domain.errors import ConfigurationError
 from agentcore.domain.pricing import PriceTable
 from agentcore.domain.scoring import Weights
 from agentcore.services.access import AccessRecorder
-from agentcore.services.compass import COMPRESS_STAGE, CompassService, CompassSettings
-from agentcore.services.compression import ContextCompressor
-from agentcore.services.compression_metrics import CompressionMetricsRecorder
+from agentcore.services.compass.compression import ContextCompressor
+from agentcore.services.compass.metrics import CompressionMetricsRecorder
+from agentcore.services.compass.orchestration import COMPRESS_STAGE, CompassService, CompassSettings
+from agentcore.services.compass.stages import StageManager
 from agentcore.services.consumers.ace import AceService, AceSettings
 from agentcore.services.costs import CostTracker
 from agentcore.services.episodic import EpisodicMemoryService
@@ -42,7 +43,6 @@ from agentcore.services.ports import Embedder, UnitOfWorkFactory, VectorFilter, 
 from agentcore.services.procedural import ProceduralMemoryService
 from agentcore.services.retrieval import EnhancedRetrieval
 from agentcore.services.semantic import FactExtractor, SemanticMemoryService
-from agentcore.services.stages import StageManager
 from agentcore.services.vector_sync import VectorSync
 from agentcore.services.working_memory import WorkingMemoryService, WorkingMemoryStore
 

@@ -23,12 +23,8 @@ from typing import Any
 
 from agentcore.adapters.compressors import ExtractiveEngine
 from agentcore.adapters.tokens import BpeTokenCounter
-from agentcore.services.compression import (
-    CompressionItem,
-    CompressionResult,
-    ContextCompressor,
-    StageSummary,
-)
+from agentcore.services.compass.compression import ContextCompressor
+from agentcore.services.compass.drafts import CompressionItem, CompressionResult, StageSummary
 
 LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo10.json"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -12,7 +12,7 @@ from agentcore.api.params import Identifier, Params
 from agentcore.api.rpc import RpcMethod
 from agentcore.api.stages import StageMemoryOut, StageOut, TaskIdParams
 from agentcore.domain.stages import TaskContext
-from agentcore.services.compass import CompassService
+from agentcore.services.compass.orchestration import CompassService
 
 
 class CompleteStageParams(Params):

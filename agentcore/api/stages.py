@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 from agentcore.api.params import Identifier, Params
 from agentcore.api.rpc import RpcMethod
 from agentcore.domain.stages import Stage, StageMemory
-from agentcore.services.stages import StageManager
+from agentcore.services.compass.stages import StageManager
 
 StageTypeName = Literal["planning", "execution", "reflection", "verification"]
 

@@ -42,7 +42,8 @@ from typing import Any
 
 from agentcore.domain.errors import InvalidParams
 from agentcore.domain.models import Layer, Memory, StageType
-from agentcore.domain.stages import PHRASES, parse_stage_type
+from agentcore.domain.stage_detection import PHRASES
+from agentcore.domain.stages import parse_stage_type
 
 FACTORS = (
     "similarity",

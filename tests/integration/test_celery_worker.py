@@ -25,7 +25,8 @@ from agentcore.config import Settings
 from agentcore.domain.models import ScopeIds
 from agentcore.domain.records import NewMemory
 from agentcore.domain.stages import StageMemory
-from agentcore.services.compression import CompressionItem, ContextCompressor
+from agentcore.services.compass.compression import ContextCompressor
+from agentcore.services.compass.drafts import CompressionItem
 from agentcore.services.jobs import JobState, JobStatus
 from agentcore.services.ports import VectorFilter
 from agentcore.worker import celery_app

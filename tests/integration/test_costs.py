@@ -18,7 +18,7 @@ from agentcore.adapters.db.uow import SqlUnitOfWorkFactory
 from agentcore.domain.errors import BudgetExceeded
 from agentcore.domain.pricing import PriceTable
 from agentcore.domain.usage import TokenUsage
-from agentcore.services.compression_metrics import CompressionMetricsRecorder
+from agentcore.services.compass.metrics import CompressionMetricsRecorder
 from agentcore.services.costs import CostTracker
 from tests.conftest import migrate
 

@@ -23,11 +23,11 @@ from agentcore.domain.errors import BudgetExceeded, ConfigurationError, Provider
 from agentcore.domain.models import ScopeIds
 from agentcore.domain.records import NewMemory
 from agentcore.domain.usage import TokenUsage
-from agentcore.services.compression import (
+from agentcore.services.compass.compression import ContextCompressor
+from agentcore.services.compass.drafts import (
     CompressionItem,
     CompressionRequest,
     CompressionResult,
-    ContextCompressor,
     ErrorPattern,
 )
 from tests.agent_trace import CRITICAL, PLANNING

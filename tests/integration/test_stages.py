@@ -22,9 +22,9 @@ from agentcore.domain.errors import Conflict
 from agentcore.domain.models import ScopeIds, StageType
 from agentcore.domain.records import NewMemory
 from agentcore.domain.stages import Stage, StageMemory, StageOrigin, StageStatus, TaskContext
+from agentcore.services.compass.stages import StageManager
 from agentcore.services.memory_manager import ListRequest, MemoryManager
 from agentcore.services.ports import StageMemoryRepository, StageRepository, TaskContextRepository
-from agentcore.services.stages import StageManager
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 SCOPE = ScopeIds(task_id="trip-42", agent_id="planner")

@@ -17,11 +17,11 @@ from agentcore.adapters.tokens import BpeTokenCounter
 from agentcore.domain.critical_facts import CriticalFact, FactKind, missing_facts, terse
 from agentcore.domain.errors import InvalidParams, InvalidState, ProviderError, Unauthorized
 from agentcore.domain.usage import TokenUsage
-from agentcore.services.compression import (
+from agentcore.services.compass.compression import ContextCompressor
+from agentcore.services.compass.drafts import (
     Aggressiveness,
     CompressionItem,
     CompressionRequest,
-    ContextCompressor,
     Draft,
     StageSummary,
     adaptive_target_ratio,

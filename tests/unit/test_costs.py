@@ -18,7 +18,7 @@ from agentcore.domain.compression_metrics import CompressionLevel, CompressionMe
 from agentcore.domain.errors import BudgetExceeded, ConfigurationError, InvalidParams
 from agentcore.domain.pricing import CostQuery, CostRecord, CostTotals, PriceTable, month_bounds
 from agentcore.domain.usage import TokenUsage
-from agentcore.services.compression_metrics import CompressionMetricsRecorder
+from agentcore.services.compass.metrics import CompressionMetricsRecorder
 from agentcore.services.costs import CostTracker
 from agentcore.services.ports import CompressionMetricsRepository, CostRepository
 

@@ -18,20 +18,18 @@ from agentcore.api.stages import stage_methods
 from agentcore.domain.errors import Conflict, InvalidParams, InvalidState, StageNotFound
 from agentcore.domain.models import Layer, Memory, ScopeIds, ScopeLevel, StageType
 from agentcore.domain.records import NewMemory
+from agentcore.domain.stage_detection import Detection, DetectionSignal, StageDetector
 from agentcore.domain.stages import (
-    Detection,
-    DetectionSignal,
     Stage,
-    StageDetector,
     StageMemory,
     StageOrigin,
     StageStatus,
     TaskContext,
 )
+from agentcore.services.compass.stages import StageManager
 from agentcore.services.memory_manager import MemoryManager
 from agentcore.services.ports import StageMemoryRepository, StageRepository, TaskContextRepository
 from agentcore.services.retrieval import EnhancedRetrieval
-from agentcore.services.stages import StageManager
 from tests.fakes import SnapshotUnitOfWork
 from tests.unit.conftest import FakeClock, Services
 

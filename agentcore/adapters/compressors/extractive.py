@@ -41,7 +41,7 @@ from agentcore.domain.critical_facts import (
     terms,
     terse,
 )
-from agentcore.services.compression import (
+from agentcore.services.compass.drafts import (
     CompressionItem,
     CompressionRequest,
     Draft,

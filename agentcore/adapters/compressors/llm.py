@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from agentcore.adapters.json_chat import ask_json, validated
 from agentcore.domain.errors import ConfigurationError
 from agentcore.domain.usage import TokenUsage
-from agentcore.services.compression import CompressionRequest, Draft, ErrorPattern
+from agentcore.services.compass.drafts import CompressionRequest, Draft, ErrorPattern
 
 DEFAULT_MODEL = "gpt-4.1-mini"
 APPROVED_COMPRESSION_MODELS = ("gpt-4.1-mini", "gpt-4o-mini", "gpt-4.1-nano")

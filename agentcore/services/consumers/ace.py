@@ -44,13 +44,13 @@ from agentcore.domain.errors import TaskNotFound
 from agentcore.domain.models import Memory, ScopeIds, StageType, new_id
 from agentcore.domain.scoring import criticality
 from agentcore.domain.stages import Stage, StageStatus, TaskContext
-from agentcore.services.compass import CompassService
+from agentcore.services.compass.orchestration import CompassService
+from agentcore.services.compass.stages import StageManager
 from agentcore.services.costs import CostTracker
 from agentcore.services.errors import MAX_HISTORY, ErrorTracker
 from agentcore.services.memory_manager import ListRequest, MemoryManager
 from agentcore.services.ports import UnitOfWork, UnitOfWorkFactory
 from agentcore.services.retrieval import ScoredMemory, SearchQuery
-from agentcore.services.stages import StageManager
 
 PAST_INTERVENTIONS = 20  # the newest interventions the recommendation looks at
 # What a signal makes worth more in the ranking: (weight, at least this value).

@@ -40,19 +40,18 @@ from agentcore.domain.errors import (
 )
 from agentcore.domain.models import Memory
 from agentcore.domain.stages import Stage, StageMemory, StageStatus, TaskContext
-from agentcore.services.compression import (
-    REQUIRED_KINDS,
+from agentcore.services.compass.compression import REQUIRED_KINDS, ContextCompressor
+from agentcore.services.compass.drafts import (
     Aggressiveness,
     CompressionItem,
     CompressionResult,
-    ContextCompressor,
     StageSummary,
 )
-from agentcore.services.compression_metrics import CompressionMetricsRecorder
+from agentcore.services.compass.metrics import CompressionMetricsRecorder
+from agentcore.services.compass.stages import StageManager
 from agentcore.services.costs import COMPRESSION_STAGE, COMPRESSION_TASK, CostTracker
 from agentcore.services.jobs import JobQueue, JobState
 from agentcore.services.ports import UnitOfWorkFactory
-from agentcore.services.stages import StageManager
 from agentcore.services.working_memory import TokenCounter
 
 log = logging.getLogger(__name__)

@@ -6,7 +6,7 @@ active stage already has the requested type: then the call returns the active st
 retried ``start`` does not split a stage. Every raw memory added under a task gets the task's
 active stage (``stage_for``, the ``StageResolver`` port). A declared stage holds; with
 automatic transitions on, a memory may start the task's first stage or move a detected stage
-on (``agentcore.domain.stages``). A memory that names its ``stage_id`` keeps it.
+on (``agentcore.domain.stage_detection``). A memory that names its ``stage_id`` keeps it.
 
 A stage ended by a transition records nothing else: the orchestrator finds it with
 ``pending_compression`` (completed, no stage memory yet), and the stage that replaced it names
@@ -23,9 +23,9 @@ from typing import Any
 from agentcore.domain.clock import Clock
 from agentcore.domain.errors import Conflict, InvalidParams, InvalidState, StageNotFound
 from agentcore.domain.models import Memory, StageType, new_id
+from agentcore.domain.stage_detection import StageDetector
 from agentcore.domain.stages import (
     Stage,
-    StageDetector,
     StageMemory,
     StageOrigin,
     StageStatus,
