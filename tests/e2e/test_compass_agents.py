@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import redis
 from starlette.testclient import TestClient
 
 from agentcore.adapters.tokens import BpeTokenCounter
@@ -19,7 +18,7 @@ from agentcore.api.app import create_app
 from agentcore.config import Settings
 from agentcore.domain.critical_facts import missing_facts
 from tests.agent_trace import CRITICAL, STAGES
-from tests.conftest import REDIS_URL, migrate, unavailable
+from tests.conftest import empty_redis, migrate
 from tests.e2e.test_rpc_api import result, rpc
 from tests.worker_process import celery_worker
 
@@ -45,26 +44,14 @@ def service(
             yield client
         return
     database: str = request.getfixturevalue("postgres_url")
-    broker = _empty_redis()
+    broker = empty_redis(REDIS_DB)
     settings = Settings(agentcore_data_dir=data / "api", database_url=database, redis_url=broker)
     with (
         celery_worker(data / "worker", database, broker),
         TestClient(create_app(settings)) as client,
     ):
         yield client
-    redis.Redis.from_url(broker).flushdb()
-
-
-def _empty_redis() -> str:
-    url = f"{REDIS_URL}/{REDIS_DB}"
-    client = redis.Redis.from_url(url, socket_connect_timeout=3)
-    try:
-        client.ping()
-    except redis.RedisError:
-        unavailable(f"Redis is not reachable at {REDIS_URL}")
-    client.flushdb()
-    client.close()
-    return url
+    empty_redis(REDIS_DB)
 
 
 def add_stage(client: TestClient, task_id: str, stage_type: str) -> tuple[str, list[str]]:

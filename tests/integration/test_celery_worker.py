@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -75,22 +73,9 @@ def test_worker_replays_owed_vector_writes(
 ) -> None:
     settings = Settings(agentcore_data_dir=tmp_path, database_url=postgres_url, redis_url=redis_url)
     stored_id = asyncio.run(_add_while_vectors_are_down(settings))
-    env = {
-        **os.environ,
-        "AGENTCORE_DATA_DIR": str(tmp_path),
-        "DATABASE_URL": postgres_url,
-        "REDIS_URL": redis_url,
-    }
-    env.pop("QDRANT_URL", None)
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "agentcore.cli", "worker", "--loglevel", "WARNING"], env=env
-    )
-    try:
+    with celery_worker(tmp_path, postgres_url, redis_url):
         status = asyncio.run(_replay_on_a_worker(settings))
         assert status.result == {"replayed": 1}
-    finally:
-        worker.send_signal(signal.SIGTERM)
-        worker.wait(timeout=60)
     assert asyncio.run(_search_embedded_vectors(tmp_path)) == [stored_id]
 
 
@@ -115,27 +100,14 @@ def test_stage_compression_runs_on_a_real_worker(
     settings = Settings(
         agentcore_data_dir=tmp_path / "api", database_url=postgres_url, redis_url=redis_url
     )
-    env = {
-        **os.environ,
-        "AGENTCORE_DATA_DIR": str(tmp_path / "worker"),
-        "DATABASE_URL": postgres_url,
-        "REDIS_URL": redis_url,
-    }
-    env.pop("QDRANT_URL", None)
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "agentcore.cli", "worker", "--loglevel", "WARNING"], env=env
-    )
-    try:
+    with celery_worker(tmp_path / "worker", postgres_url, redis_url):
         stage_id, memory = asyncio.run(_complete_on_a_worker(settings))
-    finally:
-        worker.send_signal(signal.SIGTERM)
-        worker.wait(timeout=60)
     assert memory is not None, "the API waited for the worker's compression"
     assert memory.stage_id == stage_id
     assert len(memory.raw_memory_ids) == 30
     assert memory.engine == "extractive"
     assert memory.compression_ratio is not None
-    assert memory.compression_ratio > 5
+    assert 8 <= memory.compression_ratio <= 12  # a loop's log lines fill the budget too
 
 
 # --- the LLM path on a worker, and a worker that dies mid-job --------------------------------
