@@ -38,6 +38,7 @@ from agentcore.services.errors import ErrorSignals, ErrorTracker, PatternExtract
 from agentcore.services.health import HealthService, Probe
 from agentcore.services.jobs import JobHandler, JobQueue
 from agentcore.services.key_value import KeyValueService
+from agentcore.services.lifecycle.promotion import PromotionService, PromotionSettings
 from agentcore.services.memory_manager import MemoryManager
 from agentcore.services.ports import Embedder, UnitOfWorkFactory, VectorFilter, VectorStore
 from agentcore.services.procedural import ProceduralMemoryService
@@ -76,6 +77,7 @@ class Container:
     compass: CompassService
     errors: ErrorTracker
     ace: AceService
+    promotion: PromotionService
     access: AccessRecorder
     health: HealthService
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
@@ -302,6 +304,16 @@ async def _build(
     ace = AceService(
         uow_factory, memory, stages, compass, errors, costs, clock, _ace_settings(settings)
     )
+    promotion = PromotionService(
+        memory,
+        working,
+        clock,
+        PromotionSettings(
+            threshold=settings.promotion_threshold,
+            decay_per_day=settings.importance_decay_per_day,
+            phone_region=settings.pii_phone_region.upper(),
+        ),
+    )
     return Container(
         settings=settings,
         engine=engine,
@@ -328,6 +340,7 @@ async def _build(
         compass=compass,
         errors=errors,
         ace=ace,
+        promotion=promotion,
         access=access,
         registry=registry,
         health=health,

@@ -91,6 +91,13 @@ class Settings(BaseSettings):
     error_tracking_enabled: bool = True
     error_pattern_detection_threshold: int = Field(2, ge=1)
 
+    # Lifecycle: a session memory whose current importance reaches PROMOTION_THRESHOLD is
+    # promoted when its session closes; importance decays by IMPORTANCE_DECAY_PER_DAY (not for
+    # critical memories); phone numbers without a country code are read in PII_PHONE_REGION.
+    promotion_threshold: float = Field(0.8, ge=0, le=1)
+    importance_decay_per_day: float = Field(0.01, ge=0, lt=1)
+    pii_phone_region: str = Field("US", min_length=2, max_length=2)
+
     # ACE strategic context: the thresholds of its signals (a stalled stage is one open longer
     # than STAGE_DEFAULT_DURATION_SECONDS; a repeated pattern one seen
     # ACE_PATTERN_OCCURRENCES times), and how much an intervention's outcome moves the

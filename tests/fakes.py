@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from agentcore.domain.errors import Conflict, ProviderError
-from agentcore.domain.models import Layer, Memory, MemoryEvent
+from agentcore.domain.models import Layer, Memory, MemoryEvent, ScopeLevel
 from agentcore.services.ports import (
     Access,
     ListQuery,
@@ -184,6 +184,23 @@ class _Memories:
             m.id for m in self._s.memories.values() if m.scope_key == scope_key and m.layer is layer
         ]
 
+    async def in_session(self, session_id: str, levels: Sequence[ScopeLevel]) -> list[Memory]:
+        found = [
+            m
+            for m in self._s.memories.values()
+            if m.scope.session_id == session_id
+            and m.scope_level in levels
+            and m.compacted_into_id is None
+        ]
+        return [copy.deepcopy(m) for m in sorted(found, key=lambda m: (m.created_at, m.id))]
+
+    async def promoted_from(self, source_ids: Sequence[str]) -> dict[str, str]:
+        return {
+            m.promoted_from_id: m.id
+            for m in self._s.memories.values()
+            if m.promoted_from_id is not None and m.promoted_from_id in source_ids
+        }
+
     async def in_stage(self, stage_id: str) -> list[Memory]:
         found = [m for m in self._s.memories.values() if m.stage_id == stage_id]
         return [copy.deepcopy(m) for m in sorted(found, key=lambda m: (m.created_at, m.id))]
@@ -205,6 +222,7 @@ class _Memories:
 def _listed(m: Memory, q: ListQuery) -> bool:
     return (
         m.scope_key in q.scope_keys
+        and m.compacted_into_id is None
         and (q.layer is None or m.layer is q.layer)
         and (q.stage_id is None or m.stage_id == q.stage_id)
         and (not q.tags_any or bool(set(q.tags_any) & set(m.tags)))

@@ -16,6 +16,7 @@ from agentcore.api.episodic import episodic_methods
 from agentcore.api.error_memory import error_memory_methods
 from agentcore.api.jobs import job_methods
 from agentcore.api.key_value import key_value_methods
+from agentcore.api.lifecycle import lifecycle_methods
 from agentcore.api.procedural import procedural_methods
 from agentcore.api.rpc import RpcMethod
 from agentcore.api.semantic import semantic_methods
@@ -46,6 +47,8 @@ def _new_memory(a: p.AddParams) -> NewMemory:
         expires_at=a.expires_at,
         ttl_seconds=a.ttl_seconds,
         key=a.key,
+        importance=a.importance,
+        sensitive=a.sensitive,
     )
 
 
@@ -81,6 +84,10 @@ def build_methods(c: Container, discover: Callable[[], dict[str, Any]]) -> dict[
             tags=None if a.tags is None else tuple(a.tags),
             critical=a.critical,
             expires_at=a.expires_at,
+            ttl_seconds=a.ttl_seconds,
+            clear_expiry=a.clears_expiry,
+            importance=a.importance,
+            sensitive=a.sensitive,
         )
         return schemas.MemoryOut.of(await memory.update(a.memory_id, a.scope_ids(), changes))
 
@@ -228,6 +235,7 @@ def build_methods(c: Container, discover: Callable[[], dict[str, Any]]) -> dict[
     table += compass_methods(c.compass)
     table += error_memory_methods(c.errors)
     table += ace_methods(c.ace)
+    table += lifecycle_methods(c.promotion)
     return {method.name: method for method in table}
 
 

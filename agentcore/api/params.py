@@ -68,6 +68,10 @@ class AddParams(ScopeParams):
     ttl_seconds: Annotated[int, Field(ge=1, le=10 * 365 * 86400)] | None = None
     key: Annotated[str, StringConstraints(min_length=1, max_length=256)] | None = None
     infer: bool = Field(False, description="also extract semantic facts from the content")
+    importance: Annotated[float, Field(ge=0, le=1, strict=False)] | None = Field(
+        None, description="0-1; default: scored from the content"
+    )
+    sensitive: bool = Field(False, description="never promoted to a broader scope")
 
 
 class AddBatchParams(Params):
@@ -83,7 +87,16 @@ class UpdateParams(MemoryIdParams):
     metadata: Annotated[dict[str, JsonValue], Field(max_length=64)] | None = None
     tags: Tags | None = None
     critical: bool | None = None
-    expires_at: Timestamp | None = None
+    expires_at: Timestamp | None = Field(
+        None, description="a new expiry; null (given explicitly) makes the memory permanent"
+    )
+    ttl_seconds: Annotated[int, Field(ge=1, le=10 * 365 * 86400)] | None = None
+    importance: Annotated[float, Field(ge=0, le=1, strict=False)] | None = None
+    sensitive: bool | None = None
+
+    @property
+    def clears_expiry(self) -> bool:
+        return "expires_at" in self.model_fields_set and self.expires_at is None
 
 
 class ListParams(ScopeParams):

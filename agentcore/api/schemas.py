@@ -32,6 +32,7 @@ class MemoryOut(BaseModel):
     stage_id: str | None
     critical: bool
     importance: float
+    sensitive: bool
     access_count: int
     last_accessed_at: datetime | None
     created_at: datetime
@@ -57,6 +58,7 @@ class MemoryOut(BaseModel):
             stage_id=m.stage_id,
             critical=m.critical,
             importance=m.importance,
+            sensitive=m.sensitive,
             access_count=m.access_count,
             last_accessed_at=m.last_accessed_at,
             created_at=m.created_at,

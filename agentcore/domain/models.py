@@ -116,6 +116,14 @@ class Memory:
     created_in_session_id: str | None = None
     embedding_model: str | None = None
     flagged: bool = False  # the caller marked it critical (not only its content)
+    sensitive: bool = False  # the caller marked it sensitive: never promoted
+    compacted_into_id: str | None = None  # compacted: out of search and lists, read by id
+
+    @property
+    def private(self) -> bool:
+        """Never to be promoted: marked sensitive, or ``metadata.sensitive``/``private``."""
+        flags = (self.metadata.get("sensitive"), self.metadata.get("private"))
+        return self.sensitive or True in flags
 
     @property
     def scope_key(self) -> str:

@@ -8,6 +8,7 @@ from typing import Any
 
 from agentcore.domain.critical import states_requirement
 from agentcore.domain.errors import ContentTooLong, InvalidLayer, InvalidParams
+from agentcore.domain.importance import score_importance
 from agentcore.domain.models import Layer, Memory, ScopeIds, new_id
 from agentcore.domain.scopes import owning_level
 
@@ -75,26 +76,50 @@ class NewMemory:
     # A caller-chosen id makes a write idempotent (e.g. a working-memory item moved to the
     # episodic layer twice after a crash); None means a new random id.
     id: str | None = None
-    importance: float = 0.5
+    importance: float | None = None  # None: scored from the content (``score_importance``)
     confidence: float | None = None
     compacted_from_ids: tuple[str, ...] = ()
+    sensitive: bool = False  # never promoted to a broader scope
+    promoted_from_id: str | None = None
+    created_in_session_id: str | None = None  # default: the scope's session
 
 
 @dataclass(frozen=True, slots=True)
 class MemoryChanges:
-    """A partial update; ``None`` leaves a field as it is. ``metadata`` is merged shallowly."""
+    """A partial update; ``None`` leaves a field as it is. ``metadata`` is merged shallowly;
+    ``clear_expiry`` makes the memory permanent again."""
 
     content: str | None = None
     metadata: dict[str, Any] | None = None
     tags: tuple[str, ...] | None = None
     critical: bool | None = None
     expires_at: datetime | None = None
+    ttl_seconds: int | None = None
+    clear_expiry: bool = False
+    importance: float | None = None
+    sensitive: bool | None = None
+
+
+def _importance(value: float) -> float:
+    if not 0 <= value <= 1:
+        raise InvalidParams(
+            "importance must be between 0 and 1",
+            errors=[{"field": "importance", "message": "0 to 1"}],
+        )
+    return value
 
 
 def build_memory(new: NewMemory, now: datetime, max_length: int, embedding_model: str) -> Memory:
     """Validate a request and turn it into a record. Raises before anything is stored."""
     level = owning_level(new.scope, new.scope_level)
     layer = DEFAULT_LAYER if new.layer is None else parse_layer(new.layer)
+    # Constraints and requirements are critical by themselves (FR-5.2).
+    critical = new.critical or states_requirement(new.content)
+    importance = (
+        score_importance(new.content, critical)
+        if new.importance is None
+        else _importance(new.importance)
+    )
     return Memory(
         id=new.id or new_id(),
         content=check_content(new.content, max_length),
@@ -107,16 +132,17 @@ def build_memory(new: NewMemory, now: datetime, max_length: int, embedding_model
         tags=list(dict.fromkeys(new.tags)),
         key=new.key,
         stage_id=new.stage_id,
-        # Constraints and requirements are critical by themselves (FR-5.2).
-        critical=new.critical or states_requirement(new.content),
+        critical=critical,
         flagged=new.critical,
         expires_at=expiry(now, new.expires_at, new.ttl_seconds),
         source=new.source,
-        importance=new.importance,
+        importance=importance,
         confidence=new.confidence,
+        promoted_from_id=new.promoted_from_id,
         compacted_from_ids=list(new.compacted_from_ids),
-        created_in_session_id=new.scope.session_id,
+        created_in_session_id=new.created_in_session_id or new.scope.session_id,
         embedding_model=embedding_model,
+        sensitive=new.sensitive,
     )
 
 
@@ -125,21 +151,23 @@ def apply_changes(
 ) -> tuple[Memory, dict[str, Any], dict[str, Any]]:
     """The updated memory and the changed fields before and after (for the history)."""
     updates: dict[str, Any] = {}
-    if changes.content is not None and changes.content != memory.content:
+    if changes.content is not None:
         updates["content"] = check_content(changes.content, max_length)
     if changes.metadata is not None:
-        merged = {**memory.metadata, **changes.metadata}
-        if merged != memory.metadata:
-            updates["metadata"] = merged
-    if changes.tags is not None and list(dict.fromkeys(changes.tags)) != memory.tags:
+        updates["metadata"] = {**memory.metadata, **changes.metadata}
+    if changes.tags is not None:
         updates["tags"] = list(dict.fromkeys(changes.tags))
-    if changes.critical is not None and (changes.critical, changes.critical) != (
-        memory.critical,
-        memory.flagged,
-    ):
+    if changes.critical is not None:
         updates["critical"] = updates["flagged"] = changes.critical
-    if changes.expires_at is not None and changes.expires_at != memory.expires_at:
-        updates["expires_at"] = expiry(now, changes.expires_at, None)
+    if changes.importance is not None:
+        updates["importance"] = _importance(changes.importance)
+    if changes.sensitive is not None:
+        updates["sensitive"] = changes.sensitive
+    if changes.clear_expiry:
+        updates["expires_at"] = None
+    elif changes.expires_at is not None or changes.ttl_seconds is not None:
+        updates["expires_at"] = expiry(now, changes.expires_at, changes.ttl_seconds)
+    updates = {name: value for name, value in updates.items() if value != getattr(memory, name)}
     before = {name: getattr(memory, name) for name in updates}
     if not updates:
         return memory, {}, {}

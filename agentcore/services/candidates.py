@@ -215,7 +215,11 @@ class CandidateGenerator:
             self._cosines(vector, flt, dense, lexical),
         )
         keys = set(flt.scope_keys)
-        live = {m.id: m for m in found.memories if m.scope_key in keys and not m.is_expired(now)}
+        live = {
+            m.id: m
+            for m in found.memories
+            if m.scope_key in keys and not m.is_expired(now) and m.compacted_into_id is None
+        }
         cosine = {hit.id: hit.score for hit in (*dense, *exact) if hit.id in live}
         scores, lexical_floor = lexical_scores(lexical, found.bm25, pool)
         relevance = fuse(

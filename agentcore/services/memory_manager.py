@@ -10,7 +10,7 @@ from typing import Any
 
 from agentcore.domain.clock import Clock
 from agentcore.domain.errors import InvalidParams, MemoryNotFound
-from agentcore.domain.models import EventKind, Memory, MemoryEvent, ScopeIds, new_id
+from agentcore.domain.models import EventKind, Memory, MemoryEvent, ScopeIds, ScopeLevel, new_id
 from agentcore.domain.records import (
     MemoryChanges,
     NewMemory,
@@ -57,6 +57,14 @@ class Page:
     memories: list[Memory]
     next_after: tuple[datetime, str] | None
     total_count: int
+
+
+class Retire(Enum):
+    """What happens to the sources of a derived memory."""
+
+    KEEP = "keep"
+    DELETE = "delete"
+    HIDE = "hide"  # out of search and listings, readable by id (compaction)
 
 
 def _snapshot(memory: Memory) -> dict[str, Any]:
@@ -141,6 +149,24 @@ class MemoryManager:
         memory.last_accessed_at = now
         return memory
 
+    async def read(self, memory_ids: Sequence[str], scope: ScopeIds) -> list[Memory]:
+        """The memories, in the order asked, counting no access; ``MemoryNotFound`` when one
+        is not visible to ``scope`` (its existence is not revealed)."""
+        async with self._uow_factory(read_only=True) as uow:
+            return [await self._visible(uow, memory_id, scope) for memory_id in memory_ids]
+
+    async def in_session(self, session_id: str, levels: Sequence[ScopeLevel]) -> list[Memory]:
+        """The live memories of a session at ``levels``, oldest first."""
+        now = self._clock()
+        async with self._uow_factory(read_only=True) as uow:
+            found = await uow.memories.in_session(session_id, levels)
+        return [m for m in found if not m.is_expired(now)]
+
+    async def promoted_from(self, source_ids: Sequence[str]) -> dict[str, str]:
+        """For each source already promoted: the promoted memory's id."""
+        async with self._uow_factory(read_only=True) as uow:
+            return await uow.memories.promoted_from(source_ids)
+
     async def update(self, memory_id: str, scope: ScopeIds, changes: MemoryChanges) -> Memory:
         """Apply a partial update; a content change re-embeds the memory."""
         now = self._clock()
@@ -195,6 +221,47 @@ class MemoryManager:
                 await then(uow, changed)
             await uow.commit()
         return changed
+
+    async def derive(
+        self,
+        new: NewMemory,
+        kind: EventKind,
+        sources: Sequence[Memory],
+        *,
+        retire: Retire = Retire.KEEP,
+    ) -> Memory:
+        """Store a memory made from ``sources`` (a promotion, a compaction) and record ``kind``
+        on it (with its snapshot) and on each source (``into``: the new id), in one
+        transaction; then ``retire`` the sources: keep them, delete them, or hide them (out of
+        search and listings, still readable by id). The sources were read visible by the
+        caller; one deleted meanwhile makes the whole write ``MemoryNotFound``."""
+        memory = build_memory(new, self._clock(), self._max_content, self._embedder.model_name)
+        vector = (await self._embedder.embed([memory.content]))[0]
+        upserts, deletes = [], []
+        async with self._uow_factory() as uow:
+            await uow.memories.add(memory)
+            origin = {"from": [s.id for s in sources]}
+            await self._record(uow, memory, kind, origin, _snapshot(memory))
+            upserts.append((await uow.outbox.add(memory.id, UPSERT), to_point(memory, vector)))
+            for source in sources:
+                current = await uow.memories.get(source.id)
+                if current is None:
+                    raise MemoryNotFound(f"no memory {source.id} in the given scope")
+                await self._record(uow, current, kind, None, {"into": memory.id})
+                if retire is Retire.DELETE:
+                    await uow.memories.delete([current.id])
+                    await self._record(uow, current, EventKind.DELETE, _snapshot(current), None)
+                elif retire is Retire.HIDE:
+                    current.compacted_into_id = memory.id
+                    await uow.memories.update(current)
+                if retire is not Retire.KEEP:
+                    deletes.append((await uow.outbox.add(current.id, DELETE), current.id))
+            await uow.commit()
+        await self._sync.upsert(upserts)
+        if deletes:
+            await self._sync.delete([e for e, _ in deletes], [i for _, i in deletes])
+        prime_ranking_soon([memory.content])
+        return memory
 
     async def delete(self, memory_id: str, scope: ScopeIds) -> bool:
         async with self._uow_factory() as uow:

@@ -15,7 +15,7 @@ from agentcore.domain.ace import Intervention
 from agentcore.domain.compression_metrics import CompressionLevel, CompressionMetric, LevelSummary
 from agentcore.domain.episodes import Episode, EpisodeStatus
 from agentcore.domain.error_records import ErrorQuery, ErrorRecord
-from agentcore.domain.models import Layer, Memory, MemoryEvent, ScopeIds
+from agentcore.domain.models import Layer, Memory, MemoryEvent, ScopeIds, ScopeLevel
 from agentcore.domain.pricing import CostQuery, CostRecord, CostTotals
 from agentcore.domain.stages import Stage, StageMemory, TaskContext
 
@@ -178,6 +178,14 @@ class MemoryRepository(Protocol):
     async def ids_in_scope(self, scope_key: str, layer: Layer) -> list[str]: ...
 
     async def get_by_key(self, scope_key: str, key: str) -> Memory | None: ...
+
+    async def in_session(self, session_id: str, levels: Sequence[ScopeLevel]) -> list[Memory]:
+        """The memories of a session at ``levels`` (not compacted), oldest first."""
+        ...
+
+    async def promoted_from(self, source_ids: Sequence[str]) -> dict[str, str]:
+        """For each of ``source_ids`` already promoted: the id of its promoted memory."""
+        ...
 
     async def in_stage(self, stage_id: str) -> list[Memory]:
         """Every memory linked to the stage, oldest first (whatever its scope)."""

@@ -131,7 +131,11 @@ class VectorSync:
         if not entries:
             return 0
         by_id = {memory.id: memory for memory in memories}
-        to_delete = [e for e in entries if e.op == DELETE or e.memory_id not in by_id]
+        # A compacted memory has left search: its vector goes whatever was queued for it.
+        gone = {i for i, memory in by_id.items() if memory.compacted_into_id is not None}
+        to_delete = [
+            e for e in entries if e.op == DELETE or e.memory_id not in by_id or e.memory_id in gone
+        ]
         to_upsert = [e for e in entries if e not in to_delete]
         applied = 0
         if to_delete and await self.delete(

@@ -275,8 +275,12 @@ async def test_the_migration_indexes_existing_memories(database_url: str) -> Non
             await conn.execute(delete(MemoryRow.__table__))
             question, reply = turns("Which city hosts the finals?", "Lisbon, in June.")
             for memory in (question, reply):
-                # the row as revision 0004 knew it (``flagged`` came with 0009)
-                values = {k: v for k, v in memory_values(memory).items() if k != "flagged"}
+                # the row as revision 0004 knew it (``flagged`` and ``sensitive`` came later)
+                values = {
+                    k: v
+                    for k, v in memory_values(memory).items()
+                    if k not in ("flagged", "sensitive")
+                }
                 await conn.execute(insert(MemoryRow.__table__).values(values))
         await asyncio.to_thread(command.upgrade, config, "head")
         index = SqlLexicalIndex(engine)

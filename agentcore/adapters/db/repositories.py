@@ -76,6 +76,8 @@ def memory_values(memory: Memory) -> dict[str, Any]:
         "stage_id": memory.stage_id,
         "critical": memory.critical,
         "flagged": memory.flagged,
+        "sensitive": memory.sensitive,
+        "compacted_into_id": memory.compacted_into_id,
         "importance": memory.importance,
         "access_count": memory.access_count,
         "last_accessed_at": memory.last_accessed_at,
@@ -117,6 +119,8 @@ def memory_from_row(row: Mapping[str, Any]) -> Memory:
         created_in_session_id=row["created_in_session_id"],
         embedding_model=row["embedding_model"],
         flagged=row["flagged"],
+        sensitive=row["sensitive"],
+        compacted_into_id=row["compacted_into_id"],
     )
 
 
@@ -168,7 +172,10 @@ class SqlMemoryRepository:
             ) from exc
         if result.rowcount == 0:
             raise MemoryNotFound("memory not found", memory_id=memory.id)
-        await self._lexical.index(memory)
+        if memory.compacted_into_id is None:
+            await self._lexical.index(memory)
+        else:  # compacted into another memory: out of search
+            await self._lexical.remove([memory.id])
 
     async def delete(self, memory_ids: Sequence[str]) -> int:
         deleted = 0
@@ -206,6 +213,28 @@ class SqlMemoryRepository:
         )
         return list(await self._session.scalars(stmt))
 
+    async def in_session(self, session_id: str, levels: Sequence[ScopeLevel]) -> list[Memory]:
+        stmt = (
+            _select()
+            .where(
+                _TABLE.c.session_id == session_id,
+                _TABLE.c.scope_level.in_([level.value for level in levels]),
+                _TABLE.c.compacted_into_id.is_(None),
+            )
+            .order_by(_TABLE.c.created_at, _TABLE.c.id)
+        )
+        return [memory_from_row(row) for row in (await self._session.execute(stmt)).mappings()]
+
+    async def promoted_from(self, source_ids: Sequence[str]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for part in chunks(list(dict.fromkeys(source_ids))):
+            stmt = select(_TABLE.c.promoted_from_id, _TABLE.c.id).where(
+                _TABLE.c.promoted_from_id.in_(part)
+            )
+            for source, memory in await self._session.execute(stmt):
+                found[source] = memory
+        return found
+
     async def in_stage(self, stage_id: str) -> list[Memory]:
         stmt = (
             _select()
@@ -238,7 +267,10 @@ class SqlMemoryRepository:
         return int((await self._session.execute(stmt)).scalar_one())
 
     def _filters(self, query: ListQuery) -> list[ColumnElement[bool]]:
-        conditions: list[ColumnElement[bool]] = [MemoryRow.scope_key.in_(list(query.scope_keys))]
+        conditions: list[ColumnElement[bool]] = [
+            MemoryRow.scope_key.in_(list(query.scope_keys)),
+            MemoryRow.compacted_into_id.is_(None),
+        ]
         if query.layer is not None:
             conditions.append(MemoryRow.layer == query.layer.value)
         if query.stage_id is not None:

@@ -83,6 +83,8 @@ class MemoryRow(Base):
     stage_id: Mapped[str | None] = mapped_column(String(ID_LEN), index=True)
     critical: Mapped[bool] = mapped_column(Boolean)
     flagged: Mapped[bool] = mapped_column(Boolean, server_default=false())  # 0009
+    sensitive: Mapped[bool] = mapped_column(Boolean, server_default=false())  # 0010
+    compacted_into_id: Mapped[str | None] = mapped_column(String(UUID_LEN))  # 0010
     importance: Mapped[float] = mapped_column(Float)
     access_count: Mapped[int] = mapped_column(Integer)
     last_accessed_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
@@ -91,7 +93,7 @@ class MemoryRow(Base):
     expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), index=True)
     source: Mapped[str] = mapped_column(String(64))
     confidence: Mapped[float | None] = mapped_column(Float)
-    promoted_from_id: Mapped[str | None] = mapped_column(String(UUID_LEN))
+    promoted_from_id: Mapped[str | None] = mapped_column(String(UUID_LEN), index=True)  # 0010
     compacted_from_ids: Mapped[list[str]] = _json_list()
     created_in_session_id: Mapped[str | None] = mapped_column(String(ID_LEN))
     embedding_model: Mapped[str | None] = mapped_column(String(ID_LEN))

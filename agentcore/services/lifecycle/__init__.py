@@ -1,0 +1,1 @@
+"""The memory lifecycle: promotion, session close, compaction, expiry, export and import."""
