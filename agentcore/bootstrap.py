@@ -38,6 +38,8 @@ from agentcore.services.errors import ErrorSignals, ErrorTracker, PatternExtract
 from agentcore.services.health import HealthService, Probe
 from agentcore.services.jobs import JobHandler, JobQueue
 from agentcore.services.key_value import KeyValueService
+from agentcore.services.lifecycle.compaction import CompactionService
+from agentcore.services.lifecycle.expiry import SWEEP_EXPIRED, ExpirySweeper
 from agentcore.services.lifecycle.promotion import PromotionService, PromotionSettings
 from agentcore.services.memory_manager import MemoryManager
 from agentcore.services.ports import Embedder, UnitOfWorkFactory, VectorFilter, VectorStore
@@ -78,6 +80,8 @@ class Container:
     errors: ErrorTracker
     ace: AceService
     promotion: PromotionService
+    compaction: CompactionService
+    expiry: ExpirySweeper
     access: AccessRecorder
     health: HealthService
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
@@ -213,6 +217,7 @@ async def _build(
         max_content_length=settings.memory_max_context_length,
         max_batch_size=settings.memory_max_batch_size,
         stages=stages,
+        default_ttl=settings.memory_default_ttl,
     )
     probes: dict[str, Probe] = {
         "database": lambda: ping(engine),
@@ -304,6 +309,8 @@ async def _build(
     ace = AceService(
         uow_factory, memory, stages, compass, errors, costs, clock, _ace_settings(settings)
     )
+    expiry = ExpirySweeper(memory, registry)
+    job_handlers[SWEEP_EXPIRED] = expiry.run_job
     promotion = PromotionService(
         memory,
         working,
@@ -341,6 +348,8 @@ async def _build(
         errors=errors,
         ace=ace,
         promotion=promotion,
+        compaction=CompactionService(memory),
+        expiry=expiry,
         access=access,
         registry=registry,
         health=health,

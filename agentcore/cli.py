@@ -64,7 +64,7 @@ def _migrate(_: argparse.Namespace, settings: Settings) -> int:
 def _worker(args: argparse.Namespace, settings: Settings) -> int:
     from agentcore.worker import run_worker
 
-    run_worker(settings, args.loglevel)
+    run_worker(settings, args.loglevel, beat=args.beat)
     return 0
 
 
@@ -134,6 +134,9 @@ def _parser() -> argparse.ArgumentParser:
 
     worker = commands.add_parser("worker", help="run a Celery worker")
     worker.add_argument("--loglevel", default="INFO")
+    worker.add_argument(
+        "--beat", action="store_true", help="also schedule periodic jobs (one worker only)"
+    )
     worker.set_defaults(run=_worker)
 
     memory = commands.add_parser("memory", help="call a running service")

@@ -15,6 +15,7 @@ from pydantic import Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from agentcore.domain.errors import ConfigurationError
+from agentcore.domain.models import ScopeLevel
 
 NonNegative = Annotated[float, Field(ge=0)]
 
@@ -95,6 +96,12 @@ class Settings(BaseSettings):
     # promoted when its session closes; importance decays by IMPORTANCE_DECAY_PER_DAY (not for
     # critical memories); phone numbers without a country code are read in PII_PHONE_REGION.
     promotion_threshold: float = Field(0.8, ge=0, le=1)
+    # MEMORY_DEFAULT_TTL='{"session": 2592000}': seconds a memory of that scope level lives
+    # when its caller gives no expiry; EXPIRY_SWEEP_SECONDS: how often expired rows are deleted.
+    memory_default_ttl: dict[ScopeLevel, Annotated[int, Field(ge=1)]] = Field(
+        default_factory=lambda: {ScopeLevel.SESSION: 30 * 86_400}
+    )
+    expiry_sweep_seconds: float = Field(300.0, gt=0)
     importance_decay_per_day: float = Field(0.01, ge=0, lt=1)
     pii_phone_region: str = Field("US", min_length=2, max_length=2)
 

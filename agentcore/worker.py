@@ -26,6 +26,7 @@ from agentcore.bootstrap import Container, build_container
 from agentcore.config import Settings
 from agentcore.domain.errors import ConfigurationError
 from agentcore.services.jobs import run_job
+from agentcore.services.lifecycle.expiry import SWEEP_EXPIRED
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -81,6 +82,13 @@ def celery_app(settings: Settings) -> Celery:
         worker_prefetch_multiplier=1,
         broker_connection_retry_on_startup=True,
         result_expires=24 * 3600,
+        beat_schedule={
+            "sweep-expired-memories": {
+                "task": RUN_JOB,
+                "schedule": settings.expiry_sweep_seconds,
+                "args": [SWEEP_EXPIRED, {}],
+            }
+        },
     )
     return app
 
@@ -127,13 +135,17 @@ class _Heartbeat:
                 log.warning("job heartbeat failed", exc_info=True)
 
 
-def run_worker(settings: Settings, loglevel: str = "INFO") -> None:
+def run_worker(settings: Settings, loglevel: str = "INFO", *, beat: bool = False) -> None:
+    """A worker; with ``beat``, also the scheduler of periodic jobs (run exactly one)."""
     if settings.redis_url is None:
         raise ConfigurationError("agentcore worker needs REDIS_URL (the Celery broker)")
     app = celery_app(settings)
     runtime = WorkerRuntime(settings)
     register_tasks(app, runtime)
+    argv = ["worker", "--pool=solo", f"--loglevel={loglevel}", "--without-gossip"]
+    if beat:
+        argv += ["--beat", f"--schedule={settings.agentcore_data_dir / 'celerybeat-schedule'}"]
     try:
-        app.worker_main(["worker", "--pool=solo", f"--loglevel={loglevel}", "--without-gossip"])
+        app.worker_main(argv)
     finally:
         runtime.close()

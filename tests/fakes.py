@@ -194,6 +194,11 @@ class _Memories:
         ]
         return [copy.deepcopy(m) for m in sorted(found, key=lambda m: (m.created_at, m.id))]
 
+    async def expired(self, now: datetime, limit: int) -> list[Memory]:
+        found = [m for m in self._s.memories.values() if m.is_expired(now)]
+        found.sort(key=lambda m: (m.expires_at, m.id))
+        return [copy.deepcopy(m) for m in found[:limit]]
+
     async def promoted_from(self, source_ids: Sequence[str]) -> dict[str, str]:
         return {
             m.promoted_from_id: m.id

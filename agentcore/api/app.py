@@ -90,6 +90,13 @@ def create_app(
                 name="access-counts",
             ),
         ]
+        if settings.redis_url is None:  # in production Celery beat runs the sweep
+            loops.append(
+                asyncio.create_task(
+                    _every(settings.expiry_sweep_seconds, container.expiry.sweep, stop),
+                    name="expiry-sweep",
+                )
+            )
         try:
             yield
         finally:

@@ -1,14 +1,16 @@
-"""JSON-RPC methods of the memory lifecycle: ``memory.promote`` and ``memory.session.close``."""
+"""JSON-RPC methods of the memory lifecycle: ``memory.promote``, ``memory.session.close`` and
+``memory.compact``."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
 from agentcore.api.params import Identifier, MemoryIdParams, ScopeParams
 from agentcore.api.rpc import RpcMethod
 from agentcore.api.schemas import MemoryOut
+from agentcore.services.lifecycle.compaction import MAX_SOURCES, CompactionService
 from agentcore.services.lifecycle.promotion import Promoted, PromotionService
 
 TargetScope = Literal["user", "project", "team", "org", "company"]
@@ -55,6 +57,13 @@ class CloseSessionResult(BaseModel):
     )
 
 
+class CompactParams(ScopeParams):
+    memory_ids: Annotated[list[Identifier], Field(min_length=2, max_length=MAX_SOURCES)]
+    content: Annotated[str, Field(min_length=1)] | None = Field(
+        None, description="the compacted text; default: the memories' sentences merged"
+    )
+
+
 def _promoted(p: Promoted) -> PromotedOut:
     return PromotedOut(
         memory_id=p.memory.id,
@@ -64,7 +73,9 @@ def _promoted(p: Promoted) -> PromotedOut:
     )
 
 
-def lifecycle_methods(promotion: PromotionService) -> list[RpcMethod]:
+def lifecycle_methods(
+    promotion: PromotionService, compaction: CompactionService
+) -> list[RpcMethod]:
     async def promote(a: PromoteParams) -> PromoteResult:
         done = await promotion.promote(
             a.memory_id, a.scope_ids(), a.target_scope, delete_original=a.delete_original
@@ -89,7 +100,18 @@ def lifecycle_methods(promotion: PromotionService) -> list[RpcMethod]:
             no_persistent_scope=report.no_persistent_scope,
         )
 
+    async def compact(a: CompactParams) -> MemoryOut:
+        return MemoryOut.of(await compaction.compact(a.memory_ids, a.scope_ids(), a.content))
+
     return [
+        RpcMethod(
+            "memory.compact",
+            CompactParams,
+            MemoryOut,
+            compact,
+            "Compact memories of one scope into one (compacted_from_ids); the originals leave "
+            "search and listings but stay readable by id.",
+        ),
         RpcMethod(
             "memory.promote",
             PromoteParams,

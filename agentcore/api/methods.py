@@ -235,7 +235,7 @@ def build_methods(c: Container, discover: Callable[[], dict[str, Any]]) -> dict[
     table += compass_methods(c.compass)
     table += error_memory_methods(c.errors)
     table += ace_methods(c.ace)
-    table += lifecycle_methods(c.promotion)
+    table += lifecycle_methods(c.promotion, c.compaction)
     return {method.name: method for method in table}
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 from agentcore.domain.critical import states_requirement
 from agentcore.domain.errors import ContentTooLong, InvalidLayer, InvalidParams
 from agentcore.domain.importance import score_importance
-from agentcore.domain.models import Layer, Memory, ScopeIds, new_id
+from agentcore.domain.models import Layer, Memory, ScopeIds, ScopeLevel, new_id
 from agentcore.domain.scopes import owning_level
 
 STORED_LAYERS = (Layer.EPISODIC, Layer.SEMANTIC, Layer.PROCEDURAL)
@@ -109,12 +110,22 @@ def _importance(value: float) -> float:
     return value
 
 
-def build_memory(new: NewMemory, now: datetime, max_length: int, embedding_model: str) -> Memory:
-    """Validate a request and turn it into a record. Raises before anything is stored."""
+def build_memory(
+    new: NewMemory,
+    now: datetime,
+    max_length: int,
+    embedding_model: str,
+    default_ttl: Mapping[ScopeLevel, int] | None = None,
+) -> Memory:
+    """Validate a request and turn it into a record. Raises before anything is stored. A
+    memory given no expiry gets its scope level's ``default_ttl`` (seconds), if any."""
     level = owning_level(new.scope, new.scope_level)
     layer = DEFAULT_LAYER if new.layer is None else parse_layer(new.layer)
     # Constraints and requirements are critical by themselves (FR-5.2).
     critical = new.critical or states_requirement(new.content)
+    ttl = new.ttl_seconds
+    if new.expires_at is None and ttl is None:
+        ttl = (default_ttl or {}).get(level)
     importance = (
         score_importance(new.content, critical)
         if new.importance is None
@@ -134,7 +145,7 @@ def build_memory(new: NewMemory, now: datetime, max_length: int, embedding_model
         stage_id=new.stage_id,
         critical=critical,
         flagged=new.critical,
-        expires_at=expiry(now, new.expires_at, new.ttl_seconds),
+        expires_at=expiry(now, new.expires_at, ttl),
         source=new.source,
         importance=importance,
         confidence=new.confidence,

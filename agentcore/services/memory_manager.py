@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from enum import Enum
@@ -95,6 +95,7 @@ class MemoryManager:
         max_content_length: int,
         max_batch_size: int,
         stages: StageResolver | None = None,
+        default_ttl: Mapping[ScopeLevel, int] | None = None,
     ) -> None:
         self._uow_factory = uow_factory
         self._embedder = embedder
@@ -104,6 +105,7 @@ class MemoryManager:
         self._max_content = max_content_length
         self._max_batch = max_batch_size
         self._stages = stages
+        self._default_ttl = dict(default_ttl or {})  # seconds, by scope level
 
     async def add(self, new: NewMemory) -> Memory:
         return (await self.add_batch([new]))[0]
@@ -119,7 +121,9 @@ class MemoryManager:
         model = self._embedder.model_name
         # One microsecond apart, so the order of a batch survives in time-ordered listings.
         memories = [
-            build_memory(item, now + timedelta(microseconds=i), self._max_content, model)
+            build_memory(
+                item, now + timedelta(microseconds=i), self._max_content, model, self._default_ttl
+            )
             for i, item in enumerate(items)
         ]
         if self._stages is not None:
@@ -235,7 +239,8 @@ class MemoryManager:
         transaction; then ``retire`` the sources: keep them, delete them, or hide them (out of
         search and listings, still readable by id). The sources were read visible by the
         caller; one deleted meanwhile makes the whole write ``MemoryNotFound``."""
-        memory = build_memory(new, self._clock(), self._max_content, self._embedder.model_name)
+        model = self._embedder.model_name
+        memory = build_memory(new, self._clock(), self._max_content, model, self._default_ttl)
         vector = (await self._embedder.embed([memory.content]))[0]
         upserts, deletes = [], []
         async with self._uow_factory() as uow:
@@ -262,6 +267,23 @@ class MemoryManager:
             await self._sync.delete([e for e, _ in deletes], [i for _, i in deletes])
         prime_ranking_soon([memory.content])
         return memory
+
+    async def delete_expired(self, limit: int) -> int:
+        """Delete up to ``limit`` expired memories and their vectors (each with a ``delete``
+        event by the actor ``expiry``); how many were deleted."""
+        now = self._clock()
+        async with self._uow_factory() as uow:
+            expired = await uow.memories.expired(now, limit)
+            entry_ids = []
+            for memory in expired:
+                snapshot = _snapshot(memory)
+                await self._record(uow, memory, EventKind.DELETE, snapshot, None, actor="expiry")
+                entry_ids.append(await uow.outbox.add(memory.id, DELETE))
+            await uow.memories.delete([m.id for m in expired])
+            await uow.commit()
+        if expired:
+            await self._sync.delete(entry_ids, [m.id for m in expired])
+        return len(expired)
 
     async def delete(self, memory_id: str, scope: ScopeIds) -> bool:
         async with self._uow_factory() as uow:

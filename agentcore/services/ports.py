@@ -183,6 +183,10 @@ class MemoryRepository(Protocol):
         """The memories of a session at ``levels`` (not compacted), oldest first."""
         ...
 
+    async def expired(self, now: datetime, limit: int) -> list[Memory]:
+        """Up to ``limit`` memories whose expiry is at or before ``now``, oldest expiry first."""
+        ...
+
     async def promoted_from(self, source_ids: Sequence[str]) -> dict[str, str]:
         """For each of ``source_ids`` already promoted: the id of its promoted memory."""
         ...

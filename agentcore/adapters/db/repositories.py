@@ -225,6 +225,15 @@ class SqlMemoryRepository:
         )
         return [memory_from_row(row) for row in (await self._session.execute(stmt)).mappings()]
 
+    async def expired(self, now: datetime, limit: int) -> list[Memory]:
+        stmt = (
+            _select()
+            .where(_TABLE.c.expires_at.is_not(None), _TABLE.c.expires_at <= now)
+            .order_by(_TABLE.c.expires_at, _TABLE.c.id)
+            .limit(limit)
+        )
+        return [memory_from_row(row) for row in (await self._session.execute(stmt)).mappings()]
+
     async def promoted_from(self, source_ids: Sequence[str]) -> dict[str, str]:
         found: dict[str, str] = {}
         for part in chunks(list(dict.fromkeys(source_ids))):
