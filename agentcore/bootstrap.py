@@ -32,6 +32,8 @@ from agentcore.services.compass.metrics import CompressionMetricsRecorder
 from agentcore.services.compass.orchestration import COMPRESS_STAGE, CompassService, CompassSettings
 from agentcore.services.compass.stages import StageManager
 from agentcore.services.consumers.ace import AceService, AceSettings
+from agentcore.services.consumers.artifacts import ArtifactService
+from agentcore.services.consumers.routing import RoutingService
 from agentcore.services.costs import CostTracker
 from agentcore.services.episodic import EpisodicMemoryService
 from agentcore.services.errors import ErrorSignals, ErrorTracker, PatternExtractor
@@ -82,6 +84,8 @@ class Container:
     promotion: PromotionService
     compaction: CompactionService
     expiry: ExpirySweeper
+    routing: RoutingService
+    artifacts: ArtifactService
     access: AccessRecorder
     health: HealthService
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
@@ -310,6 +314,11 @@ async def _build(
         uow_factory, memory, stages, compass, errors, costs, clock, _ace_settings(settings)
     )
     expiry = ExpirySweeper(memory, registry)
+    procedural = ProceduralMemoryService(
+        memory,
+        settings.procedural_memory_min_occurrences,
+        max_content_length=settings.memory_max_context_length,
+    )
     job_handlers[SWEEP_EXPIRED] = expiry.run_job
     promotion = PromotionService(
         memory,
@@ -331,11 +340,7 @@ async def _build(
         retrieval=retrieval,
         memory=memory,
         key_values=KeyValueService(memory, uow_factory, clock, settings.memory_max_context_length),
-        procedural=ProceduralMemoryService(
-            memory,
-            settings.procedural_memory_min_occurrences,
-            max_content_length=settings.memory_max_context_length,
-        ),
+        procedural=procedural,
         episodic=episodic,
         working=working,
         semantic=semantic,
@@ -350,6 +355,8 @@ async def _build(
         promotion=promotion,
         compaction=CompactionService(memory),
         expiry=expiry,
+        routing=RoutingService(memory, procedural),
+        artifacts=ArtifactService(memory),
         access=access,
         registry=registry,
         health=health,

@@ -18,6 +18,7 @@ from agentcore.api.jobs import job_methods
 from agentcore.api.key_value import key_value_methods
 from agentcore.api.lifecycle import lifecycle_methods
 from agentcore.api.procedural import procedural_methods
+from agentcore.api.routing import routing_methods
 from agentcore.api.rpc import RpcMethod
 from agentcore.api.semantic import semantic_methods
 from agentcore.api.stages import stage_methods
@@ -236,6 +237,7 @@ def build_methods(c: Container, discover: Callable[[], dict[str, Any]]) -> dict[
     table += error_memory_methods(c.errors)
     table += ace_methods(c.ace)
     table += lifecycle_methods(c.promotion, c.compaction)
+    table += routing_methods(c.routing, c.artifacts)
     return {method.name: method for method in table}
 
 

@@ -8,7 +8,7 @@ from starlette.testclient import TestClient
 
 from agentcore.api.app import create_app
 from agentcore.config import Settings
-from tests.conftest import migrate
+from tests.conftest import empty_redis, migrate
 
 
 @pytest.fixture(scope="module")
@@ -19,3 +19,33 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
     migrate(settings.sqlalchemy_url)
     with TestClient(create_app(settings)) as test_client:
         yield test_client
+
+
+REDIS_DB = 11  # the Redis database of the production backend's module
+
+
+@pytest.fixture(
+    scope="module",
+    params=[
+        "embedded",
+        pytest.param("production", marks=[pytest.mark.postgres, pytest.mark.redis]),
+    ],
+)
+def backends(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[TestClient]:
+    """The real app on each backend: embedded, and PostgreSQL + Redis (jobs need a worker there
+    and have none here)."""
+    data = tmp_path_factory.mktemp("data")
+    if request.param == "embedded":
+        settings = Settings(agentcore_data_dir=data, expiry_sweep_seconds=0.2)
+        migrate(settings.sqlalchemy_url)
+    else:
+        database: str = request.getfixturevalue("postgres_url")
+        settings = Settings(
+            agentcore_data_dir=data, database_url=database, redis_url=empty_redis(REDIS_DB)
+        )
+    with TestClient(create_app(settings)) as client:
+        yield client
+    if request.param == "production":
+        empty_redis(REDIS_DB)

@@ -5,43 +5,11 @@ expiry; bad input gets a stable code and changes nothing."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from starlette.testclient import TestClient
 
-from agentcore.api.app import create_app
-from agentcore.config import Settings
-from tests.conftest import empty_redis, migrate
 from tests.e2e.test_rpc_api import result, rpc
-
-REDIS_DB = 11
-
-
-@pytest.fixture(
-    scope="module",
-    params=[
-        "embedded",
-        pytest.param("production", marks=[pytest.mark.postgres, pytest.mark.redis]),
-    ],
-)
-def service(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[TestClient]:
-    data = tmp_path_factory.mktemp("data")
-    if request.param == "embedded":
-        settings = Settings(agentcore_data_dir=data, expiry_sweep_seconds=0.2)
-        migrate(settings.sqlalchemy_url)
-    else:
-        database: str = request.getfixturevalue("postgres_url")
-        settings = Settings(
-            agentcore_data_dir=data, database_url=database, redis_url=empty_redis(REDIS_DB)
-        )
-    with TestClient(create_app(settings)) as client:
-        yield client
-    if request.param == "production":
-        empty_redis(REDIS_DB)
 
 
 def add(client: TestClient, content: str, **params: Any) -> dict[str, Any]:
@@ -53,43 +21,43 @@ def contents(client: TestClient, **scope: Any) -> list[str]:
     return [m["content"] for m in result(client, "memory.list", **scope)["memories"]]
 
 
-def test_importance_is_scored_or_given_and_sensitivity_is_kept(service: TestClient) -> None:
+def test_importance_is_scored_or_given_and_sensitivity_is_kept(backends: TestClient) -> None:
     scope = {"user_id": "imp-user"}
-    assert add(service, "I prefer green tea in the morning.", **scope)["importance"] == 0.8
-    assert add(service, "ok", **scope)["importance"] == 0.3
-    assert add(service, "Took the bus today.", **scope)["importance"] == 0.5
-    given = add(service, "Took the train today.", importance=0.65, sensitive=True, **scope)
+    assert add(backends, "I prefer green tea in the morning.", **scope)["importance"] == 0.8
+    assert add(backends, "ok", **scope)["importance"] == 0.3
+    assert add(backends, "Took the bus today.", **scope)["importance"] == 0.5
+    given = add(backends, "Took the train today.", importance=0.65, sensitive=True, **scope)
     assert (given["importance"], given["sensitive"]) == (0.65, True)
-    bad = rpc(service, "memory.add", content="x", importance=1.5, **scope)["error"]
+    bad = rpc(backends, "memory.add", content="x", importance=1.5, **scope)["error"]
     assert bad["code"] == -32602
 
 
-def test_session_close_promotes_what_matters_redacted_once(service: TestClient) -> None:
+def test_session_close_promotes_what_matters_redacted_once(backends: TestClient) -> None:
     session = {"session_id": "s-close", "user_id": "close-user"}
     kept = add(
-        service,
+        backends,
         "I prefer window seats; mail me at close.user@example.com.",
         scope="session",
         **session,
     )
-    small = add(service, "ok", scope="session", **session)
+    small = add(backends, "ok", scope="session", **session)
     secret = add(
-        service,
+        backends,
         "My password: Hunter2!2024 for the portal.",
         importance=0.9,
         scope="session",
         **session,
     )
-    private = add(service, "I live in Lisbon.", sensitive=True, scope="session", **session)
+    private = add(backends, "I live in Lisbon.", sensitive=True, scope="session", **session)
     result(
-        service,
+        backends,
         "memory.working.append",
         session_id="s-close",
         content="Remember that my daughter Lia's phone is +1 415-555-0134.",
         role="user",
     )
 
-    report = result(service, "memory.session.close", **session)
+    report = result(backends, "memory.session.close", **session)
 
     assert report["flushed_working"] == 1
     assert report["evaluated"] == 5
@@ -100,27 +68,27 @@ def test_session_close_promotes_what_matters_redacted_once(service: TestClient) 
     assert report["redacted"] == {"email": 1, "phone": 1}
     assert set(report["skipped_sensitive"]) == {secret["id"], private["id"]}
     assert report["below_threshold"] == 1
-    at_user = result(service, "memory.list", user_id="close-user", scope="user")["memories"]
+    at_user = result(backends, "memory.list", user_id="close-user", scope="user")["memories"]
     assert len(at_user) == 2
     assert all("[REDACTED]" in m["content"] for m in at_user)
     assert all(m["promoted_from_id"] and m["created_in_session_id"] == "s-close" for m in at_user)
     found = result(
-        service, "memory.search", query="window seats", user_id="close-user", scopes=["user"]
+        backends, "memory.search", query="window seats", user_id="close-user", scopes=["user"]
     )["results"]
     assert found[0]["memory"]["promoted_from_id"] == kept["id"]
 
-    again = result(service, "memory.session.close", **session)
+    again = result(backends, "memory.session.close", **session)
     assert again["promoted"] == []
     assert len(again["already_promoted"]) == 2
-    assert len(contents(service, user_id="close-user", scope="user")) == 2
+    assert len(contents(backends, user_id="close-user", scope="user")) == 2
 
 
-def test_promote_upward_only_with_history_on_both(service: TestClient) -> None:
+def test_promote_upward_only_with_history_on_both(backends: TestClient) -> None:
     agent = {"agent_id": "pr-agent", "project_id": "pr-project"}
-    memory = add(service, "Deploys go through the blue pool first.", **agent)
+    memory = add(backends, "Deploys go through the blue pool first.", **agent)
     assert memory["scope"] == "agent"
     promoted = result(
-        service, "memory.promote", memory_id=memory["id"], target_scope="project", **agent
+        backends, "memory.promote", memory_id=memory["id"], target_scope="project", **agent
     )
     new = promoted["memory"]
     assert (new["scope"], new["project_id"], new["promoted_from_id"]) == (
@@ -128,15 +96,15 @@ def test_promote_upward_only_with_history_on_both(service: TestClient) -> None:
         "pr-project",
         memory["id"],
     )
-    source_events = result(service, "memory.history", memory_id=memory["id"], **agent)["events"]
-    new_events = result(service, "memory.history", memory_id=new["id"], **agent)["events"]
+    source_events = result(backends, "memory.history", memory_id=memory["id"], **agent)["events"]
+    new_events = result(backends, "memory.history", memory_id=new["id"], **agent)["events"]
     assert source_events[-1]["kind"] == "promote"
     assert source_events[-1]["after"] == {"into": new["id"]}
     assert new_events[0]["kind"] == "promote"
     assert new_events[0]["before"] == {"from": [memory["id"]]}
 
     down = rpc(
-        service,
+        backends,
         "memory.promote",
         memory_id=new["id"],
         target_scope="user",
@@ -144,12 +112,12 @@ def test_promote_upward_only_with_history_on_both(service: TestClient) -> None:
         **agent,
     )["error"]
     assert down["data"]["code"] == "INVALID_PROMOTION"
-    no_id = rpc(service, "memory.promote", memory_id=memory["id"], target_scope="team", **agent)[
+    no_id = rpc(backends, "memory.promote", memory_id=memory["id"], target_scope="team", **agent)[
         "error"
     ]
     assert no_id["data"]["code"] == "MISSING_IDENTIFIER"
     other = rpc(
-        service,
+        backends,
         "memory.promote",
         memory_id=memory["id"],
         target_scope="project",
@@ -157,68 +125,70 @@ def test_promote_upward_only_with_history_on_both(service: TestClient) -> None:
         project_id="pr-project",
     )["error"]
     assert other["data"]["code"] == "MEMORY_NOT_FOUND"
-    assert len(contents(service, project_id="pr-project", scope="project")) == 1  # nothing new
+    assert len(contents(backends, project_id="pr-project", scope="project")) == 1  # nothing new
 
-    moved = add(service, "The staging database is read-only on Sundays.", **agent)
+    moved = add(backends, "The staging database is read-only on Sundays.", **agent)
     result(
-        service,
+        backends,
         "memory.promote",
         memory_id=moved["id"],
         target_scope="project",
         delete_original=True,
         **agent,
     )
-    gone = rpc(service, "memory.get", memory_id=moved["id"], **agent)["error"]
+    gone = rpc(backends, "memory.get", memory_id=moved["id"], **agent)["error"]
     assert gone["data"]["code"] == "MEMORY_NOT_FOUND"
 
 
-def test_compact_merges_and_hides_the_originals(service: TestClient) -> None:
+def test_compact_merges_and_hides_the_originals(backends: TestClient) -> None:
     scope = {"user_id": "cp-user"}
-    first = add(service, "The build runs on Node 20 and takes nine minutes.", tags=["ci"], **scope)
-    second = add(service, "The build takes nine minutes. Caching would halve it.", **scope)
-    third = add(service, "Lunch is at noon on Fridays.", **scope)
+    first = add(backends, "The build runs on Node 20 and takes nine minutes.", tags=["ci"], **scope)
+    second = add(backends, "The build takes nine minutes. Caching would halve it.", **scope)
+    third = add(backends, "Lunch is at noon on Fridays.", **scope)
 
-    compacted = result(service, "memory.compact", memory_ids=[first["id"], second["id"]], **scope)
+    compacted = result(backends, "memory.compact", memory_ids=[first["id"], second["id"]], **scope)
 
     assert compacted["content"] == (  # the restatement is left out
         "The build runs on Node 20 and takes nine minutes. Caching would halve it."
     )
     assert compacted["compacted_from_ids"] == [first["id"], second["id"]]
     assert compacted["tags"] == ["ci"]
-    listed = result(service, "memory.list", **scope)["memories"]
+    listed = result(backends, "memory.list", **scope)["memories"]
     assert {m["id"] for m in listed} == {compacted["id"], third["id"]}
-    hits = result(service, "memory.search", query="how long does the build take", **scope)
+    hits = result(backends, "memory.search", query="how long does the build take", **scope)
     assert first["id"] not in {h["memory"]["id"] for h in hits["results"]}
-    assert result(service, "memory.get", memory_id=first["id"], **scope)["id"] == first["id"]
-    events = result(service, "memory.history", memory_id=second["id"], **scope)["events"]
+    assert result(backends, "memory.get", memory_id=first["id"], **scope)["id"] == first["id"]
+    events = result(backends, "memory.history", memory_id=second["id"], **scope)["events"]
     assert events[-1]["kind"] == "compact"
 
-    other = add(service, "A memory of someone else.", user_id="cp-other")
-    mixed = rpc(service, "memory.compact", memory_ids=[third["id"], other["id"]], user_id="cp-user")
+    other = add(backends, "A memory of someone else.", user_id="cp-other")
+    mixed = rpc(
+        backends, "memory.compact", memory_ids=[third["id"], other["id"]], user_id="cp-user"
+    )
     assert mixed["error"]["data"]["code"] == "MEMORY_NOT_FOUND"  # not visible to this caller
     both = {"user_id": "cp-user", "agent_id": "cp-agent"}
-    agents = add(service, "An agent memory.", **both)
-    across = rpc(service, "memory.compact", memory_ids=[third["id"], agents["id"]], **both)
+    agents = add(backends, "An agent memory.", **both)
+    across = rpc(backends, "memory.compact", memory_ids=[third["id"], agents["id"]], **both)
     assert across["error"]["data"]["code"] == "INVALID_SCOPE"
-    twice = rpc(service, "memory.compact", memory_ids=[first["id"], third["id"]], **scope)
+    twice = rpc(backends, "memory.compact", memory_ids=[first["id"], third["id"]], **scope)
     assert twice["error"]["data"]["code"] == "INVALID_STATE"
-    assert {m["id"] for m in result(service, "memory.list", **scope)["memories"]} == {
+    assert {m["id"] for m in result(backends, "memory.list", **scope)["memories"]} == {
         compacted["id"],
         third["id"],
     }
 
 
-def test_expiry_hides_at_once_and_can_be_cleared(service: TestClient) -> None:
+def test_expiry_hides_at_once_and_can_be_cleared(backends: TestClient) -> None:
     scope = {"user_id": "exp-user"}
-    short = add(service, "The door code changes every hour.", ttl_seconds=1, **scope)
-    lasting = add(service, "The office closes at six.", ttl_seconds=1, **scope)
-    cleared = result(service, "memory.update", memory_id=lasting["id"], expires_at=None, **scope)
+    short = add(backends, "The door code changes every hour.", ttl_seconds=1, **scope)
+    lasting = add(backends, "The office closes at six.", ttl_seconds=1, **scope)
+    cleared = result(backends, "memory.update", memory_id=lasting["id"], expires_at=None, **scope)
     assert cleared["expires_at"] is None
-    session = add(service, "A note in a session.", session_id="exp-session")
+    session = add(backends, "A note in a session.", session_id="exp-session")
     assert session["expires_at"] is not None  # sessions live 30 days by default
     time.sleep(1.2)
-    gone = rpc(service, "memory.get", memory_id=short["id"], **scope)["error"]
+    gone = rpc(backends, "memory.get", memory_id=short["id"], **scope)["error"]
     assert gone["data"]["code"] == "MEMORY_NOT_FOUND"
-    assert contents(service, **scope) == ["The office closes at six."]
-    hits = result(service, "memory.search", query="door code", **scope)["results"]
+    assert contents(backends, **scope) == ["The office closes at six."]
+    hits = result(backends, "memory.search", query="door code", **scope)["results"]
     assert short["id"] not in {h["memory"]["id"] for h in hits}
