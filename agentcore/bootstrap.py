@@ -43,6 +43,7 @@ from agentcore.services.key_value import KeyValueService
 from agentcore.services.lifecycle.compaction import CompactionService
 from agentcore.services.lifecycle.expiry import SWEEP_EXPIRED, ExpirySweeper
 from agentcore.services.lifecycle.promotion import PromotionService, PromotionSettings
+from agentcore.services.lifecycle.transfer import TransferService
 from agentcore.services.memory_manager import MemoryManager
 from agentcore.services.ports import Embedder, UnitOfWorkFactory, VectorFilter, VectorStore
 from agentcore.services.procedural import ProceduralMemoryService
@@ -86,6 +87,7 @@ class Container:
     expiry: ExpirySweeper
     routing: RoutingService
     artifacts: ArtifactService
+    transfer: TransferService
     access: AccessRecorder
     health: HealthService
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
@@ -357,6 +359,7 @@ async def _build(
         expiry=expiry,
         routing=RoutingService(memory, procedural),
         artifacts=ArtifactService(memory),
+        transfer=TransferService(memory, clock),
         access=access,
         registry=registry,
         health=health,

@@ -8,7 +8,7 @@ import json
 import logging
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TextIO
 
 from agentcore.config import Settings, load_settings
 from agentcore.domain.errors import AgentCoreError
@@ -120,6 +120,90 @@ def _memory(args: argparse.Namespace, _: Settings) -> int:
     return 0
 
 
+async def _export(args: argparse.Namespace) -> int:
+    """Every page of the scope to stdout as JSON Lines, the count on stderr as it goes."""
+    from agentcore.client import MemoryClient
+
+    params: dict[str, Any] = {**_scope(args), "limit": 500}
+    if args.layers:
+        params["layers"] = args.layers.split(",")
+    done = 0
+    async with MemoryClient(args.url) as client:
+        while True:
+            page = await client.call("memory.export", **params)
+            for record in page["records"]:
+                print(json.dumps(record, ensure_ascii=False))
+            done += len(page["records"])
+            _progress("exported", done, page["total_count"])
+            if page["next_cursor"] is None:
+                break
+            params["cursor"] = page["next_cursor"]
+    print(file=sys.stderr)
+    return 0
+
+
+async def _import(args: argparse.Namespace, source: TextIO, total: int) -> int:
+    """The JSON Lines of ``source`` into the scope, 100 records per call (the file is read a
+    batch at a time), progress on stderr."""
+    from agentcore.client import MemoryClient
+
+    counts = {"imported": 0, "skipped": 0, "expired": 0}
+    done = 0
+    async with MemoryClient(args.url) as client:
+        while batch := await asyncio.to_thread(_records, source, 100):
+            result = await client.call("memory.import", records=batch, **_scope(args))
+            for name in counts:
+                counts[name] += len(result[name])
+            done += len(batch)
+            _progress("imported", done, total)
+    print(file=sys.stderr)
+    print(json.dumps(counts))
+    return 0
+
+
+def _records(source: TextIO, limit: int) -> list[Any]:
+    records: list[Any] = []
+    while len(records) < limit and (line := source.readline()):
+        if line.strip():
+            records.append(json.loads(line))
+    return records
+
+
+def _progress(verb: str, done: int, total: int) -> None:
+    width = 30
+    filled = width * done // total if total else width
+    bar = "#" * filled + "." * (width - filled)
+    print(f"\r[{bar}] {verb} {done}/{total}", end="", file=sys.stderr, flush=True)
+
+
+def _transfer(args: argparse.Namespace, _: Settings) -> int:
+    from agentcore.client import RpcError
+
+    try:
+        if args.command == "export":
+            return asyncio.run(_export(args))
+        with open(args.file, encoding="utf-8") as source:
+            total = sum(1 for line in source if line.strip())
+            source.seek(0)
+            return asyncio.run(_import(args, source, total))
+    except RpcError as exc:
+        print(f"\nagentcore: {exc.code}: {exc.message}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"\nagentcore: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    except ValueError as exc:  # a line that is not JSON
+        print(f"\nagentcore: {args.file} is not JSON Lines: {exc}", file=sys.stderr)
+        return 1
+
+
+def _with_scope(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("--url", default=DEFAULT_URL, help=f"the service (default {DEFAULT_URL})")
+    for level in ScopeLevel:
+        flag = "--" + level.id_field.replace("_", "-")
+        sub.add_argument(flag, dest=level.id_field, metavar="ID")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="agentcore", description=__doc__)
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
@@ -158,11 +242,16 @@ def _parser() -> argparse.ArgumentParser:
     delete = actions.add_parser("delete", help="delete a memory")
     delete.add_argument("memory_id")
     for sub in (add, get, search, list_, delete):
-        sub.add_argument("--url", default=DEFAULT_URL, help=f"the service (default {DEFAULT_URL})")
-        for level in ScopeLevel:
-            flag = "--" + level.id_field.replace("_", "-")
-            sub.add_argument(flag, dest=level.id_field, metavar="ID")
+        _with_scope(sub)
         sub.set_defaults(run=_memory)
+
+    export = commands.add_parser("export", help="write a scope's memories as JSON Lines")
+    export.add_argument("--layers", help="comma-separated (default: all but working)")
+    imports = commands.add_parser("import", help="store JSON Lines of `export` in a scope")
+    imports.add_argument("file")
+    for sub, name in ((export, "export"), (imports, "import")):
+        _with_scope(sub)
+        sub.set_defaults(run=_transfer, command=name)
     return parser
 
 

@@ -22,6 +22,7 @@ from agentcore.api.routing import routing_methods
 from agentcore.api.rpc import RpcMethod
 from agentcore.api.semantic import semantic_methods
 from agentcore.api.stages import stage_methods
+from agentcore.api.transfer import transfer_methods
 from agentcore.api.working import working_methods
 from agentcore.domain.errors import AgentCoreError
 from agentcore.domain.records import MemoryChanges, NewMemory
@@ -238,6 +239,7 @@ def build_methods(c: Container, discover: Callable[[], dict[str, Any]]) -> dict[
     table += ace_methods(c.ace)
     table += lifecycle_methods(c.promotion, c.compaction)
     table += routing_methods(c.routing, c.artifacts)
+    table += transfer_methods(c.transfer)
     return {method.name: method for method in table}
 
 

@@ -83,6 +83,7 @@ class NewMemory:
     sensitive: bool = False  # never promoted to a broader scope
     promoted_from_id: str | None = None
     created_in_session_id: str | None = None  # default: the scope's session
+    created_at: datetime | None = None  # an imported memory keeps its time; default: now
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +138,7 @@ def build_memory(
         layer=layer,
         scope_level=level,
         scope=new.scope,
-        created_at=now,
+        created_at=new.created_at or now,
         updated_at=now,
         metadata=dict(new.metadata),
         tags=list(dict.fromkeys(new.tags)),

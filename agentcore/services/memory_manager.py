@@ -159,6 +159,11 @@ class MemoryManager:
         async with self._uow_factory(read_only=True) as uow:
             return [await self._visible(uow, memory_id, scope) for memory_id in memory_ids]
 
+    async def existing(self, memory_ids: Sequence[str]) -> list[Memory]:
+        """Those of ``memory_ids`` that are stored (any scope: for idempotent writes)."""
+        async with self._uow_factory(read_only=True) as uow:
+            return await uow.memories.get_many(memory_ids)
+
     async def in_session(self, session_id: str, levels: Sequence[ScopeLevel]) -> list[Memory]:
         """The live memories of a session at ``levels``, oldest first."""
         now = self._clock()

@@ -51,9 +51,9 @@ class Server:
         self.process.send_signal(sig)
         self.process.wait(timeout=30)
 
-    def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
-        command = [sys.executable, "-m", "agentcore.cli", "memory", *args, "--url", self.url]
-        return subprocess.run(command, env=self.env, capture_output=True, text=True, timeout=60)
+    def cli(self, *args: str, command: str = "memory") -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, "-m", "agentcore.cli", command, *args, "--url", self.url]
+        return subprocess.run(argv, env=self.env, capture_output=True, text=True, timeout=120)
 
 
 @pytest.fixture
@@ -92,3 +92,38 @@ def test_cli_talks_to_a_running_server(server: Server) -> None:
     missing = server.cli("get", memory_id, "--user-id", "bob")
     assert missing.returncode == 1
     assert "MEMORY_NOT_FOUND" in missing.stderr
+
+
+def rpc(server: Server, method: str, **params: object) -> object:
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    reply = httpx.post(server.url, json=body, timeout=60).json()
+    assert "error" not in reply, reply
+    return reply["result"]
+
+
+def test_cli_exports_and_imports_a_scope(server: Server, tmp_path: Path) -> None:
+    items = [
+        {"content": f"Note {n}: the build took {n} seconds.", "user_id": "exp"} for n in range(120)
+    ]
+    for start in (0, 100):  # more than one import batch
+        rpc(server, "memory.add_batch", items=items[start : start + 100])
+    exported = server.cli("--user-id", "exp", command="export")
+    assert exported.returncode == 0, exported.stderr
+    lines = exported.stdout.splitlines()
+    assert len(lines) == 120
+    assert "exported 120/120" in exported.stderr
+    backup = tmp_path / "backup.jsonl"
+    backup.write_text(exported.stdout)
+    # the same user's memories restored into an emptied scope, then once more: one copy
+    for memory_id in [json.loads(line)["original_id"] for line in lines]:
+        rpc(server, "memory.delete", memory_id=memory_id, user_id="exp")
+    first = server.cli(str(backup), "--user-id", "exp", command="import")
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout) == {"imported": 120, "skipped": 0, "expired": 0}
+    again = json.loads(server.cli(str(backup), "--user-id", "exp", command="import").stdout)
+    assert again == {"imported": 0, "skipped": 120, "expired": 0}
+    listed = json.loads(server.cli("list", "--user-id", "exp", "--limit", "1").stdout)
+    assert listed["total_count"] == 120
+    foreign = server.cli(str(backup), "--user-id", "someone-else", command="import")
+    assert foreign.returncode == 1
+    assert "FORBIDDEN" in foreign.stderr
