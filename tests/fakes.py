@@ -194,6 +194,25 @@ class _Memories:
         ]
         return [copy.deepcopy(m) for m in sorted(found, key=lambda m: (m.created_at, m.id))]
 
+    async def search_keys(
+        self, scope_key: str, needle: str, now: datetime, limit: int
+    ) -> list[tuple[Memory, str, str]]:
+        n = needle.lower()
+        found = []
+        for m in self._s.memories.values():
+            key = (m.key or "").lower()
+            if m.scope_key != scope_key or m.key is None or m.is_expired(now):
+                continue
+            for rank, hit in enumerate(
+                (key == n, key.startswith(n), n in key, n in m.content.lower())
+            ):
+                if hit:
+                    found.append((rank, key, m))
+                    break
+        labels = [("key", "exact"), ("key", "prefix"), ("key", "substring"), ("value", "substring")]
+        found.sort(key=lambda f: (f[0], f[1]))
+        return [(copy.deepcopy(m), *labels[r]) for r, _, m in found[:limit]]
+
     async def expired(self, now: datetime, limit: int) -> list[Memory]:
         found = [m for m in self._s.memories.values() if m.is_expired(now)]
         found.sort(key=lambda m: (m.expires_at, m.id))

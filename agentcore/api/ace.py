@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, StringConstraints
 
 from agentcore.api.compass import TaskProgressResult
 from agentcore.api.error_memory import ErrorPatternOut
-from agentcore.api.params import Identifier, Params, ScopeParams
+from agentcore.api.params import Identifier, ScopeParams
 from agentcore.api.rpc import RpcMethod
 from agentcore.api.schemas import SearchHit
 from agentcore.api.stages import StageOut
@@ -149,7 +149,7 @@ class RecordInterventionResult(BaseModel):
     )
 
 
-class InterventionsParams(Params):
+class InterventionsParams(ScopeParams):
     task_id: Identifier
     limit: Annotated[int, Field(ge=1, le=100)] = 20
 

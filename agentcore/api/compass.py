@@ -8,14 +8,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from agentcore.api.params import Identifier, Params
+from agentcore.api.params import Identifier, ScopeParams
 from agentcore.api.rpc import RpcMethod
 from agentcore.api.stages import StageMemoryOut, StageOut, TaskIdParams
 from agentcore.domain.stages import TaskContext
 from agentcore.services.compass.orchestration import CompassService
 
 
-class CompleteStageParams(Params):
+class CompleteStageParams(ScopeParams):
     task_id: Identifier
     stage_id: Identifier
     wait: bool = Field(True, description="wait for the compression (else a job_id is returned)")
@@ -52,7 +52,7 @@ class TaskProgressResult(BaseModel):
         )
 
 
-class TaskContextParams(Params):
+class TaskContextParams(ScopeParams):
     task_id: Identifier
     level: Literal["raw", "stage", "task"] = "task"
     max_tokens: Annotated[int, Field(ge=1, le=1_000_000)] | None = None

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, JsonValue, StringConstraints
 
-from agentcore.api.params import Identifier, Params
+from agentcore.api.params import Identifier, ScopeParams
 from agentcore.api.rpc import RpcMethod
 from agentcore.api.stages import StageTypeName
 from agentcore.domain.error_records import MAX_DESCRIPTION, MAX_RECOVERY, ErrorPattern, ErrorRecord
@@ -21,7 +21,7 @@ Severity = Annotated[float, Field(ge=0, le=1, strict=False)]
 MAX_EXAMPLES = 5
 
 
-class RecordErrorParams(Params):
+class RecordErrorParams(ScopeParams):
     task_id: Identifier
     stage_id: Identifier | None = Field(None, description="default: the task's active stage")
     agent_id: Identifier | None = None
@@ -36,7 +36,7 @@ class RecordErrorParams(Params):
     severity: Severity = Field(description="0 (harmless) to 1 (the task failed)")
 
 
-class ErrorHistoryParams(Params):
+class ErrorHistoryParams(ScopeParams):
     task_id: Identifier | None = None
     agent_id: Identifier | None = None
     stage_type: StageTypeName | None = None
@@ -44,7 +44,7 @@ class ErrorHistoryParams(Params):
     limit: Annotated[int, Field(ge=1, le=MAX_HISTORY)] = 20
 
 
-class ErrorPatternsParams(Params):
+class ErrorPatternsParams(ScopeParams):
     task_id: Identifier | None = None
     agent_id: Identifier | None = None
 

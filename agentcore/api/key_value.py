@@ -65,6 +65,24 @@ class DeleteKeyResult(BaseModel):
     deleted: bool
 
 
+class SearchKeysParams(ScopeParams):
+    query: Annotated[str, StringConstraints(min_length=1, max_length=256)]
+    scope: str | None = None
+    limit: Annotated[int, Field(ge=1, le=100)] = 20
+
+
+class KeyHit(BaseModel):
+    key: str
+    value: JsonValue
+    memory_id: str
+    matched_field: Literal["key", "value"]
+    match: Literal["exact", "prefix", "substring"]
+
+
+class SearchKeysResult(BaseModel):
+    results: list[KeyHit] = Field(description="exact > prefix > substring on the key, then value")
+
+
 def key_value_methods(service: KeyValueService) -> list[RpcMethod]:
     async def put(a: PutParams) -> PutResult:
         stored, created = await service.put(
@@ -102,8 +120,30 @@ def key_value_methods(service: KeyValueService) -> list[RpcMethod]:
     async def delete_key(a: KeyParams) -> DeleteKeyResult:
         return DeleteKeyResult(deleted=await service.delete(a.key, a.scope_ids(), a.scope))
 
+    async def search_keys(a: SearchKeysParams) -> SearchKeysResult:
+        found = await service.search(a.query, a.scope_ids(), a.scope, a.limit)
+        return SearchKeysResult(
+            results=[
+                KeyHit(
+                    key=hit.found.key,
+                    value=hit.found.value,
+                    memory_id=hit.found.memory.id,
+                    matched_field=hit.matched_field,
+                    match=hit.match,
+                )
+                for hit in found
+            ]
+        )
+
     return [
         RpcMethod("memory.put", PutParams, PutResult, put, "Store a JSON value by key (upsert)."),
+        RpcMethod(
+            "memory.search_keys",
+            SearchKeysParams,
+            SearchKeysResult,
+            search_keys,
+            "Find keys by text in the key or the value, ranked exact > prefix > substring.",
+        ),
         RpcMethod("memory.get_value", KeyParams, ValueResult, get_value, "Read a value by key."),
         RpcMethod("memory.list_keys", ListKeysParams, ListKeysResult, list_keys, "List keys."),
         RpcMethod("memory.delete_key", KeyParams, DeleteKeyResult, delete_key, "Delete a key."),

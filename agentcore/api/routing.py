@@ -8,14 +8,14 @@ from typing import Annotated, Any
 from pydantic import BaseModel, Field, StringConstraints
 
 from agentcore.api import cursor
-from agentcore.api.params import Identifier, Params
+from agentcore.api.params import Identifier, ScopeParams
 from agentcore.api.rpc import RpcMethod
 from agentcore.api.schemas import ListResult, MemoryOut, SearchHit
 from agentcore.services.consumers.artifacts import ArtifactService, NewArtifact
 from agentcore.services.consumers.routing import MAX_CANDIDATES, RoutingService
 
 
-class RouteContextParams(Params):
+class RouteContextParams(ScopeParams):
     content: Annotated[str, StringConstraints(min_length=1, max_length=10_000)]
     session_id: Identifier
     limit: Annotated[int, Field(ge=1, le=50)] = 5
@@ -37,7 +37,7 @@ class RouteContextResult(BaseModel):
     agent_scores: list[AgentScoreOut] = Field(description="best first")
 
 
-class ArtifactAddParams(Params):
+class ArtifactAddParams(ScopeParams):
     task_id: Identifier
     session_id: Identifier
     agent_id: Identifier | None = None
@@ -48,7 +48,7 @@ class ArtifactAddParams(Params):
     participants: Annotated[list[Identifier], Field(max_length=32)] = Field(default_factory=list)
 
 
-class ArtifactListParams(Params):
+class ArtifactListParams(ScopeParams):
     task_id: Identifier
     session_id: Identifier | None = None
     stage_id: Identifier | None = None

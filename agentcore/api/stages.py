@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from agentcore.api.params import Identifier, Params
+from agentcore.api.params import Identifier, ScopeParams
 from agentcore.api.rpc import RpcMethod
 from agentcore.domain.stages import Stage, StageMemory
 from agentcore.services.compass.stages import StageManager
@@ -19,7 +19,7 @@ from agentcore.services.compass.stages import StageManager
 StageTypeName = Literal["planning", "execution", "reflection", "verification"]
 
 
-class StartStageParams(Params):
+class StartStageParams(ScopeParams):
     task_id: Identifier
     stage_type: StageTypeName
     agent_id: Identifier | None = None
@@ -34,11 +34,11 @@ class StartStageParams(Params):
     )
 
 
-class TaskIdParams(Params):
+class TaskIdParams(ScopeParams):
     task_id: Identifier
 
 
-class GetStageParams(Params):
+class GetStageParams(ScopeParams):
     stage_id: Identifier
     task_id: Identifier | None = Field(None, description="when given, the stage must be its")
 

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from agentcore.api.params import Identifier, Params, ScopeParams
+from agentcore.api.params import Identifier, ScopeParams
 from agentcore.api.rpc import RpcMethod
 from agentcore.services.working_memory import WorkingItem, WorkingMemoryService
 
@@ -21,7 +21,9 @@ class WorkingAppendParams(ScopeParams):
     stage_id: Identifier | None = None
 
 
-class WorkingSessionParams(Params):
+class WorkingSessionParams(ScopeParams):
+    """Every method takes the same scope ids; working memory is the session's."""
+
     session_id: Identifier
 
 

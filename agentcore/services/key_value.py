@@ -31,6 +31,13 @@ class KeyedValue:
     memory: Memory
 
 
+@dataclass(frozen=True, slots=True)
+class KeyMatch:
+    found: KeyedValue
+    matched_field: str  # "key" or "value"
+    match: str  # "exact", "prefix" or "substring"
+
+
 def _encode(value: Any) -> str:
     try:
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
@@ -101,6 +108,20 @@ class KeyValueService:
         if memory is None:
             return False
         return await self._memory.delete(memory.id, scope)
+
+    async def search(
+        self, needle: str, scope: ScopeIds, scope_level: str | None = None, limit: int = 20
+    ) -> list[KeyMatch]:
+        """Keys of the scope whose key or value holds ``needle`` (case ignored), ranked exact >
+        prefix > substring on the key, then matches in the value (key-value spec)."""
+        level = owning_level(scope, scope_level)
+        scope_key = visible_scope_keys(scope, [level.value])[0]
+        async with self._uow_factory(read_only=True) as uow:
+            found = await uow.memories.search_keys(scope_key, needle, self._clock(), limit)
+        return [
+            KeyMatch(KeyedValue(m.key or "", m.metadata.get("value"), m), field, match)
+            for m, field, match in found
+        ]
 
     async def keys(self, request: ListRequest) -> Page:
         return await self._memory.list_page(

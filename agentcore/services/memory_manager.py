@@ -291,8 +291,13 @@ class MemoryManager:
         return len(expired)
 
     async def delete(self, memory_id: str, scope: ScopeIds) -> bool:
+        """Delete one memory; False when there is none to delete (deleted already, never
+        stored, or of another scope: the answer is the same, so nothing is revealed)."""
         async with self._uow_factory() as uow:
-            memory = await self._visible(uow, memory_id, scope)
+            try:
+                memory = await self._visible(uow, memory_id, scope)
+            except MemoryNotFound:
+                return False
             await uow.memories.delete([memory.id])
             await self._record(uow, memory, EventKind.DELETE, _snapshot(memory), None)
             entry_id = await uow.outbox.add(memory.id, DELETE)

@@ -183,6 +183,14 @@ class MemoryRepository(Protocol):
         """The memories of a session at ``levels`` (not compacted), oldest first."""
         ...
 
+    async def search_keys(
+        self, scope_key: str, needle: str, now: datetime, limit: int
+    ) -> list[tuple[Memory, str, str]]:
+        """Keyed memories of a scope whose key or content holds ``needle`` (case ignored),
+        ranked: key equal, key prefix, key substring, then content; each with its
+        ``matched_field`` ("key"/"value") and ``match`` ("exact"/"prefix"/"substring")."""
+        ...
+
     async def expired(self, now: datetime, limit: int) -> list[Memory]:
         """Up to ``limit`` memories whose expiry is at or before ``now``, oldest expiry first."""
         ...

@@ -46,3 +46,26 @@ def test_limits(client: TestClient) -> None:
     big = rpc(client, "memory.put", key="big", value="x" * 1_000_001, **scope)["error"]
     assert big["data"]["code"] == "CONTENT_TOO_LONG"
     assert result(client, "memory.list_keys", **scope)["total_count"] == 1
+
+
+def test_search_keys_ranks_exact_prefix_substring_then_value(client: TestClient) -> None:
+    scope = {"user_id": "kv-search"}
+    for key, value in [
+        ("theme_dark", {"on": True}),
+        ("theme", "light"),
+        ("ui_theme_font", "serif"),
+        ("editor", {"note": "the THEME follows the system"}),
+        ("timezone", "UTC"),
+    ]:
+        result(client, "memory.put", key=key, value=value, **scope)
+    hits = result(client, "memory.search_keys", query="Theme", **scope)["results"]
+    assert [(h["key"], h["matched_field"], h["match"]) for h in hits] == [
+        ("theme", "key", "exact"),
+        ("theme_dark", "key", "prefix"),
+        ("ui_theme_font", "key", "substring"),
+        ("editor", "value", "substring"),
+    ]
+    assert hits[0]["value"] == "light"
+    assert result(client, "memory.search_keys", query="100%", **scope)["results"] == []
+    other = result(client, "memory.search_keys", query="theme", user_id="kv-other")["results"]
+    assert other == []

@@ -60,6 +60,7 @@ def test_crud_and_history(client: TestClient) -> None:
     assert updated["metadata"] == {"k": 1, "j": 2}
     assert result(client, "memory.get", memory_id=memory_id, **scope)["content"] == "v2"
     assert result(client, "memory.delete", memory_id=memory_id, **scope) == {"deleted": True}
+    assert result(client, "memory.delete", memory_id=memory_id, **scope) == {"deleted": False}
     kinds = [
         e["kind"] for e in result(client, "memory.history", memory_id=memory_id, **scope)["events"]
     ]

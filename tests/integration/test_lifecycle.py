@@ -44,3 +44,17 @@ async def test_a_session_memory_gets_the_default_ttl_and_promotion_is_found(
     assert promoted.memory.scope_level is ScopeLevel.USER
     assert promoted.memory.expires_at is None  # a user's memory keeps
     assert await stack.memory.promoted_from([note.id]) == {note.id: promoted.memory.id}
+
+
+async def test_key_search_is_ranked_in_the_database(stack: Container) -> None:
+    owner = ScopeIds(user_id="keys-user")
+    for key, value in [("a_b_c", 1), ("abc", 2), ("xabcx", 3), ("other", "abc inside"), ("a%c", 4)]:
+        await stack.key_values.put(key, value, owner)
+    found = await stack.key_values.search("ABC", owner)
+    assert [(h.found.key, h.matched_field, h.match) for h in found] == [
+        ("abc", "key", "exact"),
+        ("xabcx", "key", "substring"),
+        ("other", "value", "substring"),
+    ]
+    assert [h.found.key for h in await stack.key_values.search("a%", owner)] == ["a%c"]
+    assert [h.found.key for h in await stack.key_values.search("a_b", owner)] == ["a_b_c"]

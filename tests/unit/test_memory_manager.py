@@ -85,9 +85,9 @@ async def test_a_batch_is_all_or_nothing(services: Services) -> None:
 async def test_other_scopes_are_invisible(services: Services) -> None:
     m = services.memory
     secret = await m.add(NewMemory("alice's locker code is 4711", ALICE))
+    assert await m.delete(secret.id, BOB) is False  # idempotent, and reveals nothing
     for call in (
         m.get(secret.id, BOB),
-        m.delete(secret.id, BOB),
         m.history(secret.id, BOB),
         m.update(secret.id, BOB, MemoryChanges(content="hacked")),
     ):
@@ -134,6 +134,7 @@ async def test_an_update_that_changes_nothing_writes_nothing(services: Services)
 async def test_delete_keeps_the_history_readable(services: Services) -> None:
     stored = await services.memory.add(NewMemory("temporary", ALICE))
     assert await services.memory.delete(stored.id, ALICE)
+    assert await services.memory.delete(stored.id, ALICE) is False  # idempotent
     with pytest.raises(MemoryNotFound):
         await services.memory.get(stored.id, ALICE)
     assert services.vectors.points == {}

@@ -17,6 +17,7 @@ from sqlalchemy import (
     Select,
     String,
     Table,
+    case,
     delete,
     func,
     insert,
@@ -225,6 +226,38 @@ class SqlMemoryRepository:
         )
         return [memory_from_row(row) for row in (await self._session.execute(stmt)).mappings()]
 
+    async def search_keys(
+        self, scope_key: str, needle: str, now: datetime, limit: int
+    ) -> list[tuple[Memory, str, str]]:
+        lowered = needle.lower()
+        literal_text = _like_literal(lowered)
+        pattern, prefix = f"%{literal_text}%", f"{literal_text}%"
+        key, content = func.lower(_TABLE.c.key), func.lower(_TABLE.c.content)
+        rank = case(
+            (key == lowered, 0),
+            (key.like(prefix, escape="\\"), 1),
+            (key.like(pattern, escape="\\"), 2),
+            else_=3,
+        )
+        stmt = (
+            _select()
+            .add_columns(rank.label("rank"))
+            .where(
+                _TABLE.c.scope_key == scope_key,
+                _TABLE.c.key.is_not(None),
+                _TABLE.c.compacted_into_id.is_(None),
+                or_(_TABLE.c.expires_at.is_(None), _TABLE.c.expires_at > now),
+                or_(key.like(pattern, escape="\\"), content.like(pattern, escape="\\")),
+            )
+            .order_by("rank", _TABLE.c.key)
+            .limit(limit)
+        )
+        found: list[tuple[Memory, str, str]] = []
+        for row in (await self._session.execute(stmt)).mappings():
+            field, match = _KEY_MATCHES[row["rank"]]
+            found.append((memory_from_row(cast(Mapping[str, Any], row)), field, match))
+        return found
+
     async def expired(self, now: datetime, limit: int) -> list[Memory]:
         stmt = (
             _select()
@@ -299,6 +332,19 @@ class SqlMemoryRepository:
         if query.keyed_only:
             conditions.append(MemoryRow.key.is_not(None))
         return conditions
+
+
+_KEY_MATCHES = {
+    0: ("key", "exact"),
+    1: ("key", "prefix"),
+    2: ("key", "substring"),
+    3: ("value", "substring"),
+}
+
+
+def _like_literal(text: str) -> str:
+    """``text`` matched literally by LIKE ... ESCAPE '\\' (its wildcards escaped)."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def select_by_ids(memory_ids: Sequence[str]) -> Iterator[Select[Any]]:
