@@ -41,6 +41,7 @@ from agentcore.services.health import HealthService, Probe
 from agentcore.services.jobs import JobHandler, JobQueue
 from agentcore.services.key_value import KeyValueService
 from agentcore.services.lifecycle.compaction import CompactionService
+from agentcore.services.lifecycle.consolidation import CONSOLIDATE, Consolidator
 from agentcore.services.lifecycle.expiry import SWEEP_EXPIRED, ExpirySweeper
 from agentcore.services.lifecycle.promotion import PromotionService, PromotionSettings
 from agentcore.services.lifecycle.transfer import TransferService
@@ -88,6 +89,7 @@ class Container:
     routing: RoutingService
     artifacts: ArtifactService
     transfer: TransferService
+    consolidator: Consolidator
     access: AccessRecorder
     health: HealthService
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
@@ -322,9 +324,12 @@ async def _build(
         max_content_length=settings.memory_max_context_length,
     )
     job_handlers[SWEEP_EXPIRED] = expiry.run_job
+    consolidator = Consolidator(uow_factory, semantic)
+    job_handlers[CONSOLIDATE] = consolidator.run_job
     promotion = PromotionService(
         memory,
         working,
+        consolidator,
         clock,
         PromotionSettings(
             threshold=settings.promotion_threshold,
@@ -360,6 +365,7 @@ async def _build(
         routing=RoutingService(memory, procedural),
         artifacts=ArtifactService(memory),
         transfer=TransferService(memory, clock),
+        consolidator=consolidator,
         access=access,
         registry=registry,
         health=health,

@@ -102,6 +102,9 @@ class Settings(BaseSettings):
         default_factory=lambda: {ScopeLevel.SESSION: 30 * 86_400}
     )
     expiry_sweep_seconds: float = Field(300.0, gt=0)
+    # How often closed episodes are consolidated into semantic facts (0: only on session close
+    # and on request).
+    consolidation_interval_seconds: float = Field(600.0, ge=0)
     importance_decay_per_day: float = Field(0.01, ge=0, lt=1)
     pii_phone_region: str = Field("US", min_length=2, max_length=2)
 

@@ -26,6 +26,7 @@ from agentcore.bootstrap import Container, build_container
 from agentcore.config import Settings
 from agentcore.domain.errors import ConfigurationError
 from agentcore.services.jobs import run_job
+from agentcore.services.lifecycle.consolidation import CONSOLIDATE
 from agentcore.services.lifecycle.expiry import SWEEP_EXPIRED
 
 T = TypeVar("T")
@@ -82,15 +83,20 @@ def celery_app(settings: Settings) -> Celery:
         worker_prefetch_multiplier=1,
         broker_connection_retry_on_startup=True,
         result_expires=24 * 3600,
-        beat_schedule={
-            "sweep-expired-memories": {
-                "task": RUN_JOB,
-                "schedule": settings.expiry_sweep_seconds,
-                "args": [SWEEP_EXPIRED, {}],
-            }
-        },
+        beat_schedule=_schedule(settings),
     )
     return app
+
+
+def _schedule(settings: Settings) -> dict[str, dict[str, Any]]:
+    """The periodic jobs Celery beat submits (``agentcore worker --beat``)."""
+    periodic = {"sweep-expired-memories": (settings.expiry_sweep_seconds, SWEEP_EXPIRED)}
+    if settings.consolidation_interval_seconds > 0:
+        periodic["consolidate-episodes"] = (settings.consolidation_interval_seconds, CONSOLIDATE)
+    return {
+        name: {"task": RUN_JOB, "schedule": seconds, "args": [kind, {}]}
+        for name, (seconds, kind) in periodic.items()
+    }
 
 
 def register_tasks(app: Celery, runtime: WorkerRuntime) -> None:

@@ -90,13 +90,24 @@ def create_app(
                 name="access-counts",
             ),
         ]
-        if settings.redis_url is None:  # in production Celery beat runs the sweep
+        if settings.redis_url is None:  # in production Celery beat runs these
             loops.append(
                 asyncio.create_task(
                     _every(settings.expiry_sweep_seconds, container.expiry.sweep, stop),
                     name="expiry-sweep",
                 )
             )
+            if settings.consolidation_interval_seconds > 0:
+                loops.append(
+                    asyncio.create_task(
+                        _every(
+                            settings.consolidation_interval_seconds,
+                            container.consolidator.run,
+                            stop,
+                        ),
+                        name="consolidation",
+                    )
+                )
         try:
             yield
         finally:

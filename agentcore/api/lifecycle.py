@@ -51,6 +51,7 @@ class CloseSessionResult(BaseModel):
     )
     below_threshold: int
     already_promoted: list[str] = Field(description="ids promoted by an earlier close")
+    consolidated_facts: int = Field(description="semantic facts stored or merged from the session")
     no_persistent_scope: int = Field(
         description="important memories that stay: neither the call nor they name a user or "
         "another persistent scope"
@@ -98,6 +99,7 @@ def lifecycle_methods(
             below_threshold=report.below_threshold,
             already_promoted=report.already_promoted,
             no_persistent_scope=report.no_persistent_scope,
+            consolidated_facts=report.consolidated_facts,
         )
 
     async def compact(a: CompactParams) -> MemoryOut:

@@ -280,6 +280,10 @@ class EpisodeRepository(Protocol):
         """One page and the total count matching the filters."""
         ...
 
+    async def closed_since(self, since: datetime | None, limit: int) -> list[Episode]:
+        """Closed episodes last updated after ``since`` (all when None), oldest update first."""
+        ...
+
     async def beyond_cap(self, scope_key: str, keep: int) -> list[Episode]:
         """Unsummarized episodes of the scope older than its newest ``keep``, oldest first."""
         ...

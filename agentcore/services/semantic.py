@@ -183,15 +183,23 @@ class SemanticMemoryService:
             for fact in facts:
                 known = [i for i in dict.fromkeys(fact.source_ids) if i in by_id]
                 if known:  # an id the extractor made up names nothing here
-                    await self._store(fact, known, by_id[known[0]], stored)
+                    private = any(by_id[i].private for i in known)
+                    await self._store(fact, known, by_id[known[0]], stored, private)
         pruned: set[str] = set()
         for one_of_scope in stored.scopes.values():
             pruned |= await self._prune(one_of_scope)
         return [m for m in stored.facts.values() if m.id not in pruned]
 
     async def _store(
-        self, fact: ExtractedFact, source_ids: list[str], source: Memory, stored: _Stored
+        self,
+        fact: ExtractedFact,
+        source_ids: list[str],
+        source: Memory,
+        stored: _Stored,
+        private: bool,
     ) -> None:
+        """Store ``fact`` (or merge it into the same fact of the scope); a fact of a sensitive
+        memory is sensitive too, so it is never promoted either."""
         existing = await self._duplicate_of(fact.content, source)
         if existing is None:
             memory = await self._memory.add(
@@ -204,6 +212,7 @@ class SemanticMemoryService:
                     critical=fact.critical,
                     importance=fact.importance,
                     source=EXTRACTION_SOURCE,
+                    sensitive=private,
                 )
             )
         else:

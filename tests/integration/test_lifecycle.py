@@ -58,3 +58,20 @@ async def test_key_search_is_ranked_in_the_database(stack: Container) -> None:
     ]
     assert [h.found.key for h in await stack.key_values.search("a%", owner)] == ["a%c"]
     assert [h.found.key for h in await stack.key_values.search("a_b", owner)] == ["a_b_c"]
+
+
+async def test_closed_episodes_are_consolidated_on_schedule_once(stack: Container) -> None:
+    session = ScopeIds(session_id="cons-s1", user_id="cons-user")
+    for text in ("I prefer tea over coffee.", "My sister Ana lives in Porto."):
+        await stack.working.append(session, text, kind="message", role="user")
+    await stack.working.flush("cons-s1")  # the session's episode is closed with its items
+
+    first = await stack.consolidator.run()
+    again = await stack.consolidator.run()
+
+    assert first >= 1
+    assert again == 0
+    facts = await stack.memory.in_session("cons-s1", [ScopeLevel.SESSION])
+    semantic = [m for m in facts if m.layer.value == "semantic"]
+    assert semantic
+    assert all(m.metadata["source_ids"] for m in semantic)

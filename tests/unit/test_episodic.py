@@ -73,6 +73,14 @@ class FakeEpisodes:
             rows = [e for e in rows if (e.started_at, e.id) < query.after]
         return rows[: query.limit], total
 
+    async def closed_since(self, since: datetime | None, limit: int) -> list[Episode]:
+        found = [
+            e
+            for e in self._rows.values()
+            if e.status is EpisodeStatus.CLOSED and (since is None or e.updated_at > since)
+        ]
+        return sorted(found, key=lambda e: (e.updated_at, e.id))[:limit]
+
     async def beyond_cap(self, scope_key: str, keep: int) -> list[Episode]:
         rows = sorted(
             (

@@ -157,6 +157,13 @@ class SqlEpisodeRepository:
         count = select(func.count()).select_from(_TABLE).where(*_filters(query))
         return episodes, int((await self._session.execute(count)).scalar_one())
 
+    async def closed_since(self, since: datetime | None, limit: int) -> list[Episode]:
+        stmt = _select().where(EpisodeRow.status == EpisodeStatus.CLOSED.value)
+        if since is not None:
+            stmt = stmt.where(EpisodeRow.updated_at > since)
+        stmt = stmt.order_by(EpisodeRow.updated_at, EpisodeRow.id).limit(limit)
+        return [_episode(row) for row in await self._session.scalars(stmt)]
+
     async def beyond_cap(self, scope_key: str, keep: int) -> list[Episode]:
         stmt = (
             _select()

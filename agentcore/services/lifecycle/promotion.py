@@ -6,7 +6,8 @@ session of origin; ``promote`` events go on both memories; the original stays un
 caller asks to delete it. A memory marked sensitive (or ``metadata.sensitive``/``private``) or
 holding a secret (a password, a private key, credentials) is never promoted.
 
-Closing a session flushes its working memory into episodic memories, then promotes every
+Closing a session flushes its working memory into episodic memories, consolidates them into
+semantic facts (``consolidation``), then promotes every
 memory of the session (at the session, agent or task level) whose current importance
 (``agentcore.domain.importance``) reaches the threshold, to the user scope the call or the
 memory names, else the narrowest persistent scope it names (project, team, ...). A memory
@@ -31,6 +32,7 @@ from agentcore.domain.promotion import (
 )
 from agentcore.domain.records import NewMemory
 from agentcore.domain.scopes import parse_level
+from agentcore.services.lifecycle.consolidation import Consolidator
 from agentcore.services.memory_manager import MemoryManager, Retire
 from agentcore.services.working_memory import WorkingMemoryService
 
@@ -59,6 +61,7 @@ class SessionReport:
     skipped_sensitive: list[str] = field(default_factory=list)
     below_threshold: int = 0
     no_persistent_scope: int = 0
+    consolidated_facts: int = 0  # semantic facts stored or merged from the session
     target_scope: str | None = None
 
     @property
@@ -74,11 +77,13 @@ class PromotionService:
         self,
         memory: MemoryManager,
         working: WorkingMemoryService,
+        consolidator: Consolidator,
         clock: Clock,
         settings: PromotionSettings,
     ) -> None:
         self._memory = memory
         self._working = working
+        self._consolidator = consolidator
         self._clock = clock
         self._settings = settings
 
@@ -103,6 +108,8 @@ class PromotionService:
         report = SessionReport(session_id)
         report.flushed_working = len((await self._working.flush(session_id)).memory_ids)
         memories = await self._memory.in_session(session_id, VOLATILE)
+        report.consolidated_facts = len(await self._consolidator.memories(memories))
+        memories = await self._memory.in_session(session_id, VOLATILE)  # with the new facts
         report.evaluated = len(memories)
         done = await self._memory.promoted_from([m.id for m in memories])
         now = self._clock()
