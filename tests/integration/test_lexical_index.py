@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import delete, func, insert, select
+from sqlalchemy import delete, func, insert, inspect, select
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -274,13 +274,11 @@ async def test_the_migration_indexes_existing_memories(database_url: str) -> Non
         async with engine.begin() as conn:
             await conn.execute(delete(MemoryRow.__table__))
             question, reply = turns("Which city hosts the finals?", "Lisbon, in June.")
-            for memory in (question, reply):
-                # the row as revision 0004 knew it (``flagged`` and ``sensitive`` came later)
-                values = {
-                    k: v
-                    for k, v in memory_values(memory).items()
-                    if k not in ("flagged", "sensitive")
-                }
+            known = await conn.run_sync(
+                lambda c: {column["name"] for column in inspect(c).get_columns("memories")}
+            )
+            for memory in (question, reply):  # the row as revision 0004 knew it
+                values = {k: v for k, v in memory_values(memory).items() if k in known}
                 await conn.execute(insert(MemoryRow.__table__).values(values))
         await asyncio.to_thread(command.upgrade, config, "head")
         index = SqlLexicalIndex(engine)
