@@ -28,8 +28,9 @@ class ExportResult(BaseModel):
     total_count: int = Field(description="memories of the scope (all layers)")
 
 
-class ImportRecord(BaseModel):
-    """One exported memory. Scope ids it names must be the call's."""
+class ImportRecord(ScopeParams):
+    """One exported memory (other fields of a record are ignored). Scope ids it names must be
+    the call's."""
 
     model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
 
@@ -37,14 +38,6 @@ class ImportRecord(BaseModel):
     content: Annotated[str, StringConstraints(min_length=1)]
     layer: Layer | None = None
     scope: str | None = None
-    task_id: Identifier | None = None
-    agent_id: Identifier | None = None
-    user_id: Identifier | None = None
-    session_id: Identifier | None = None
-    project_id: Identifier | None = None
-    team_id: Identifier | None = None
-    org_id: Identifier | None = None
-    company_id: Identifier | None = None
     tags: Tags = Field(default_factory=list)
     metadata: Annotated[dict[str, JsonValue], Field(max_length=64)] = Field(default_factory=dict)
     key: Annotated[str, StringConstraints(min_length=1, max_length=256)] | None = None
