@@ -70,6 +70,8 @@ def _matches(point: VectorPoint, flt: VectorFilter) -> bool:
         return False
     if flt.stage_id is not None and point.stage_id != flt.stage_id:
         return False
+    if flt.tags_all and not set(flt.tags_all) <= set(point.tags):
+        return False
     if flt.tags_any and not set(flt.tags_any) & set(point.tags):
         return False
     for key, value in (flt.metadata or {}).items():
@@ -250,6 +252,7 @@ def _listed(m: Memory, q: ListQuery) -> bool:
         and (q.layer is None or m.layer is q.layer)
         and (q.stage_id is None or m.stage_id == q.stage_id)
         and (not q.tags_any or bool(set(q.tags_any) & set(m.tags)))
+        and (not q.tags_all or set(q.tags_all) <= set(m.tags))
         and (q.since is None or m.created_at >= q.since)
         and (q.until is None or m.created_at <= q.until)
         and (q.alive_at is None or m.expires_at is None or m.expires_at > q.alive_at)

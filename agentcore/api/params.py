@@ -104,6 +104,7 @@ class ListParams(ScopeParams):
     scope: str | None = None
     stage_id: Identifier | None = None
     tags: Tags | None = None
+    tags_match: Literal["any", "all"] = "any"
     since: Timestamp | None = None
     until: Timestamp | None = None
     cursor: Annotated[str, StringConstraints(max_length=512)] | None = None
@@ -120,7 +121,10 @@ class SearchParams(ScopeParams):
     filter: Annotated[dict[str, Scalar], Field(max_length=16)] | None = Field(
         None, description="exact match on top-level metadata keys"
     )
-    tags: Tags | None = Field(None, description="match memories with any of these tags")
+    tags: Tags | None = Field(None, description="match memories with any (or all) of these tags")
+    tags_match: Literal["any", "all"] = Field(
+        "any", description="any: one of the tags; all: every one"
+    )
     stage_id: Identifier | None = None
     current_stage: Literal["planning", "execution", "reflection", "verification"] | None = Field(
         None, description="boost what fits this COMPASS stage"

@@ -218,7 +218,10 @@ class CandidateGenerator:
         live = {
             m.id: m
             for m in found.memories
-            if m.scope_key in keys and not m.is_expired(now) and m.compacted_into_id is None
+            if m.scope_key in keys
+            and not m.is_expired(now)
+            and m.compacted_into_id is None
+            and set(flt.tags_all or ()) <= set(m.tags)
         }
         cosine = {hit.id: hit.score for hit in (*dense, *exact) if hit.id in live}
         scores, lexical_floor = lexical_scores(lexical, found.bm25, pool)

@@ -43,6 +43,7 @@ class ListRequest:
     scope_level: str | None = None
     stage_id: str | None = None
     tags: Sequence[str] | None = None
+    tags_match: str = "any"  # or "all"
     since: datetime | None = None
     until: datetime | None = None
     after: tuple[datetime, str] | None = None
@@ -333,7 +334,8 @@ class MemoryManager:
             scope_keys=keys,
             layer=None if request.layer is None else parse_layer(request.layer),
             stage_id=request.stage_id,
-            tags_any=request.tags or None,
+            tags_any=request.tags if request.tags and request.tags_match == "any" else None,
+            tags_all=request.tags if request.tags and request.tags_match == "all" else None,
             since=request.since,
             until=request.until,
             alive_at=self._clock(),

@@ -77,6 +77,7 @@ class VectorFilter:
     layers: Sequence[str] | None = None
     stage_id: str | None = None
     tags_any: Sequence[str] | None = None
+    tags_all: Sequence[str] | None = None
     metadata: dict[str, str | int | bool] | None = None
     alive_at: float | None = None
     ids: Sequence[str] | None = None
@@ -130,6 +131,7 @@ class ListQuery:
     layer: Layer | None = None
     stage_id: str | None = None
     tags_any: Sequence[str] | None = None
+    tags_all: Sequence[str] | None = None
     since: datetime | None = None
     until: datetime | None = None
     alive_at: datetime | None = None

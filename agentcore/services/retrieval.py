@@ -47,6 +47,7 @@ class SearchQuery:
     limit: int = 10
     threshold: float | None = None
     tags: Sequence[str] | None = None
+    tags_match: str = "any"  # or "all": every tag must be held
     metadata: dict[str, str | int | bool] | None = None
     stage_id: str | None = None
     current_stage: str | None = None  # a stage type: boosts what fits it (FR-5.3)
@@ -135,7 +136,8 @@ class EnhancedRetrieval:
             # (it cost the vector store a payload check per point).
             layers=None if set(layers) >= set(STORED_LAYERS) else [layer.value for layer in layers],
             stage_id=q.stage_id,
-            tags_any=q.tags or None,
+            tags_any=q.tags if q.tags and q.tags_match == "any" else None,
+            tags_all=q.tags if q.tags and q.tags_match == "all" else None,
             metadata=q.metadata or None,
             alive_at=now.timestamp(),
         )

@@ -199,3 +199,24 @@ def test_expiry_hides_at_once_and_can_be_cleared(backends: TestClient) -> None:
     assert contents(backends, **scope) == ["The office closes at six."]
     hits = result(backends, "memory.search", query="door code", **scope)["results"]
     assert short["id"] not in {h["memory"]["id"] for h in hits}
+
+
+def test_tags_match_all_on_list_and_search(backends: TestClient) -> None:
+    scope = {"user_id": "tags-user"}
+    both = add(
+        backends, "Deploy checklist for the billing service.", tags=["ops", "billing"], **scope
+    )
+    add(backends, "Deploy checklist for the search service.", tags=["ops"], **scope)
+    add(backends, "Billing rates for 2027.", tags=["billing"], **scope)
+    listed = result(backends, "memory.list", tags=["ops", "billing"], tags_match="all", **scope)
+    assert [m["id"] for m in listed["memories"]] == [both["id"]]
+    assert result(backends, "memory.list", tags=["ops", "billing"], **scope)["total_count"] == 3
+    hits = result(
+        backends,
+        "memory.search",
+        query="deploy checklist",
+        tags=["billing", "ops"],
+        tags_match="all",
+        **scope,
+    )["results"]
+    assert [h["memory"]["id"] for h in hits] == [both["id"]]

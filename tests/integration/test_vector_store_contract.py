@@ -172,6 +172,19 @@ async def test_filter_by_any_tag(backend: Backend) -> None:
     assert await ids(backend.store, VectorFilter(["user:u1"], tags_any=["x"])) == [red.id]
 
 
+async def test_filter_by_all_tags(backend: Backend) -> None:
+    both, red = point(QUERY, tags=["red", "x"]), point(QUERY, tags=["red"])
+    await backend.store.upsert([both, red, point(QUERY, tags=["x"])])
+    flt = VectorFilter(["user:u1"], tags_all=["red", "x"])
+    found = await ids(backend.store, flt)
+    if isinstance(
+        backend.store, Mem0VectorStore
+    ):  # one condition per field: the first tag; the rest is checked
+        assert set(found) >= {both.id}  # on the memories read (candidates)
+    else:
+        assert found == [both.id]
+
+
 async def test_filter_by_metadata_equality(backend: Backend) -> None:
     match = point(QUERY, metadata={"source": "chat", "turn": 3, "pinned": True})
     other = point(QUERY, metadata={"source": "chat", "turn": 4, "pinned": True})

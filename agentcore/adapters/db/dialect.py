@@ -65,6 +65,23 @@ def json_array_contains_any(
     raise _unsupported(dialect)
 
 
+def json_array_contains_all(
+    dialect: str, column: ColumnElement[Any], values: Sequence[str]
+) -> ColumnElement[bool]:
+    """True where the JSON array in ``column`` holds every one of ``values``."""
+    if dialect == "postgresql":
+        contains: ColumnElement[bool] = type_coerce(column, JSONB).has_all(
+            literal(list(values), ARRAY(Text))
+        )
+        return contains
+    if dialect == "sqlite":
+        wanted = sorted(set(values))
+        element = func.json_each(column).table_valued("value")
+        held = select(func.count(func.distinct(element.c.value))).where(element.c.value.in_(wanted))
+        return held.scalar_subquery() == len(wanted)
+    raise _unsupported(dialect)
+
+
 def json_object_matches(
     dialect: str, column: ColumnElement[Any], values: dict[str, str | int | bool]
 ) -> ColumnElement[bool]:

@@ -36,7 +36,11 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.sql.elements import ColumnClause
 
-from agentcore.adapters.db.dialect import json_array_contains_any, json_object_matches
+from agentcore.adapters.db.dialect import (
+    json_array_contains_all,
+    json_array_contains_any,
+    json_object_matches,
+)
 from agentcore.adapters.db.engine import READ_ONLY, ThreadedReader
 from agentcore.adapters.db.lexical import (
     BODY,
@@ -106,7 +110,7 @@ class SqlLexicalIndex:
             stmt = self._fts_statement(flt)
             scopes = scopes_match(scope_token(key) for key in dict.fromkeys(flt.scope_keys))
             # The in-memory index applies every filter but stage, tags and metadata.
-            filtered = flt.stage_id is not None or flt.tags_any or flt.metadata
+            filtered = flt.stage_id is not None or flt.tags_any or flt.tags_all or flt.metadata
             lexicon = None if filtered else self._lexicon
 
             def read(conn: Connection) -> list[Any]:
@@ -232,6 +236,8 @@ def _filters(dialect: str, flt: VectorFilter) -> list[ColumnElement[bool]]:
         conditions.append(m.stage_id == bindparam("stage_id", type_=String()))
     if flt.tags_any:
         conditions.append(json_array_contains_any(dialect, m.tags, flt.tags_any))
+    if flt.tags_all:
+        conditions.append(json_array_contains_all(dialect, m.tags, flt.tags_all))
     if flt.metadata:
         conditions.append(json_object_matches(dialect, m.metadata, flt.metadata))
     if flt.alive_at is not None:
@@ -259,7 +265,7 @@ def _filter_params(flt: VectorFilter) -> dict[str, Any]:
 def _shape(flt: VectorFilter) -> tuple[bool, bool] | None:
     """What decides the statement of a search with ``flt``: whether it filters by layer and by
     expiry; None for a rarer shape (stage, tags, metadata or ids: built for the search)."""
-    if flt.stage_id is not None or flt.tags_any or flt.metadata or flt.ids is not None:
+    if flt.stage_id is not None or flt.tags_any or flt.tags_all or flt.metadata or flt.ids:
         return None
     return bool(flt.layers), flt.alive_at is not None
 

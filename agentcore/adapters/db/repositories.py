@@ -34,6 +34,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from agentcore.adapters.db.dialect import (
     chunks,
     insert_ignoring_conflicts,
+    json_array_contains_all,
     json_array_contains_any,
     json_object_matches,
     upsert,
@@ -319,6 +320,8 @@ class SqlMemoryRepository:
             conditions.append(MemoryRow.stage_id == query.stage_id)
         if query.tags_any:
             conditions.append(json_array_contains_any(self._dialect, _TABLE.c.tags, query.tags_any))
+        if query.tags_all:
+            conditions.append(json_array_contains_all(self._dialect, _TABLE.c.tags, query.tags_all))
         if query.since is not None:
             conditions.append(MemoryRow.created_at >= query.since)
         if query.until is not None:

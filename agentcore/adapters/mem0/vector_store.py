@@ -62,6 +62,8 @@ def mem0_filters(flt: VectorFilter) -> dict[str, Any]:
         filters["stage_id"] = {"eq": flt.stage_id}
     if flt.tags_any:
         filters["tags"] = {"in": list(flt.tags_any)}
+    elif flt.tags_all:  # one key per field in mem0's syntax: the first tag here, the rest are
+        filters["tags"] = {"in": list(flt.tags_all)[:1]}  # checked on the memories read
     for key, value in (flt.metadata or {}).items():
         filters[f"metadata.{key}"] = {"eq": value}
     if flt.alive_at is not None:

@@ -57,6 +57,8 @@ def edge_filter(flt: VectorFilter) -> qe.Filter:
         must.append(qe.FieldCondition("stage_id", match=qe.MatchValue(flt.stage_id)))
     if flt.tags_any:
         must.append(qe.FieldCondition("tags", match=qe.MatchAny(list(flt.tags_any))))
+    for tag in flt.tags_all or ():  # one condition per tag: all must hold
+        must.append(qe.FieldCondition("tags", match=qe.MatchAny([tag])))
     for key, value in (flt.metadata or {}).items():
         must.append(qe.FieldCondition(f"metadata.{key}", match=_match_value(value)))
     if flt.alive_at is not None:

@@ -51,6 +51,8 @@ def qdrant_filter(flt: VectorFilter) -> models.Filter:
         must.append(
             models.FieldCondition(key="stage_id", match=models.MatchValue(value=flt.stage_id))
         )
+    for tag in flt.tags_all or ():  # one condition per tag: all must hold
+        must.append(models.FieldCondition(key="tags", match=models.MatchValue(value=tag)))
     if flt.tags_any:
         must.append(
             models.FieldCondition(key="tags", match=models.MatchAny(any=list(flt.tags_any)))
