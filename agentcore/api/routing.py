@@ -60,7 +60,7 @@ class ArtifactListParams(ScopeParams):
 def routing_methods(routing: RoutingService, artifacts: ArtifactService) -> list[RpcMethod]:
     async def route(a: RouteContextParams) -> RouteContextResult:
         found = await routing.route_context(
-            a.content, a.session_id, limit=a.limit, candidate_agents=a.candidate_agents
+            a.content, a.scope_ids(), limit=a.limit, candidate_agents=a.candidate_agents
         )
         return RouteContextResult(
             memories=[SearchHit.of(s) for s in found.memories],

@@ -46,6 +46,16 @@ def test_route_context_scores_the_agent_with_relevant_history(backends: TestClie
     assert billing["procedure_score"] > 0
     assert any("success_rate" in e for e in billing["evidence"])
     assert any("memory_id" in e for e in billing["evidence"])
+    result(backends, "memory.add", content="The user pays refunds into card ending 44.", **session)
+    wider = result(
+        backends,
+        "memory.route_context",
+        content="refund card",
+        user_id="route-user",
+        session_id="route-s1",
+        candidate_agents=["billing-agent"],
+    )
+    assert any("card ending 44" in h["memory"]["content"] for h in wider["memories"])
     bad = rpc(backends, "memory.route_context", content="x", session_id="route-s1", limit=0)
     assert bad["error"]["code"] == -32602
 

@@ -47,15 +47,16 @@ class RoutingService:
     async def route_context(
         self,
         content: str,
-        session_id: str,
+        scope: ScopeIds,
         *,
         limit: int = 5,
         candidate_agents: Sequence[str] | None = None,
     ) -> RouteContext:
-        found = await self._memory.search(
-            SearchQuery(query=content, scope=ScopeIds(session_id=session_id), limit=limit)
-        )
-        agents = list(dict.fromkeys(candidate_agents or await self._session_agents(session_id)))
+        """``scope`` names the session (and may add the user or other levels to search)."""
+        assert scope.session_id is not None, "routing is for a session"
+        found = await self._memory.search(SearchQuery(query=content, scope=scope, limit=limit))
+        agents = candidate_agents or await self._session_agents(scope.session_id)
+        agents = list(dict.fromkeys(agents))
         scores = [await self._score(content, agent) for agent in agents[:MAX_CANDIDATES]]
         scores.sort(key=lambda s: (-s.score, s.agent_id))
         return RouteContext(found.results, scores)
