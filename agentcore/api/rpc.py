@@ -28,6 +28,21 @@ from agentcore.domain.errors import AgentCoreError
 log = logging.getLogger(__name__)
 
 Handler = Callable[[Any], Awaitable[BaseModel]]  # takes an instance of the params model
+MAX_DEPTH = 64  # JSON nesting a request may have (params hold a few levels of metadata)
+
+
+def _too_deep(payload: Any) -> bool:
+    """Whether ``payload`` nests lists and objects deeper than ``MAX_DEPTH`` (iteratively: a
+    deep body must not exhaust the stack of whatever reads it next)."""
+    stack = [(payload, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict | list):
+            if depth > MAX_DEPTH:
+                return True
+            children = value.values() if isinstance(value, dict) else value
+            stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 class RpcMethod:
@@ -65,8 +80,10 @@ class JsonRpcEndpoint:
         """The JSON-able reply to one HTTP body, or None when nothing is to be answered."""
         try:
             payload = json.loads(body)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):  # deep nesting included
             return _response(None, error=errors.parse_error())
+        if _too_deep(payload):
+            return _response(None, error=errors.invalid_request(f"nested deeper than {MAX_DEPTH}"))
         if isinstance(payload, list):
             if not payload:
                 return _response(None, error=errors.invalid_request("empty batch"))

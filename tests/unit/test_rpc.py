@@ -80,6 +80,20 @@ async def test_invalid_requests(endpoint: JsonRpcEndpoint, payload: Any) -> None
     assert reply["error"]["data"]["code"] == "INVALID_REQUEST"
 
 
+async def test_deeply_nested_bodies_are_bad_requests_not_crashes(
+    endpoint: JsonRpcEndpoint,
+) -> None:
+    thousands = await call(endpoint, b"[" * 5000 + b"]" * 5000)  # past the parser's recursion
+    assert thousands["error"]["code"] == -32700
+    nested: Any = "x"
+    for _ in range(100):
+        nested = {"a": nested}
+    deep = await call(endpoint, req({"text": "a", "times": 1, "extra": nested}))
+    assert deep["error"]["code"] == -32600
+    assert "nested deeper than 64" in deep["error"]["message"]
+    assert (await call(endpoint, req({"text": "a", "times": 1})))["result"] == {"text": "a"}
+
+
 async def test_unknown_method(endpoint: JsonRpcEndpoint) -> None:
     reply = await call(endpoint, req({}, method="memory.nope"))
     assert reply["error"]["code"] == -32601
