@@ -6,12 +6,15 @@ import argparse
 import asyncio
 import json
 import logging
+import secrets
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, TextIO
 
 from agentcore.config import Settings, load_settings
-from agentcore.domain.errors import AgentCoreError
+from agentcore.domain.access import key_digest, parse_keys
+from agentcore.domain.errors import AgentCoreError, ConfigurationError
 from agentcore.domain.models import ScopeLevel
 
 DEFAULT_URL = "http://127.0.0.1:8080/rpc"
@@ -24,6 +27,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.basicConfig(
             level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
         )
+        if getattr(args, "api_key", "") is None and settings.agentcore_api_key is not None:
+            args.api_key = settings.agentcore_api_key.get_secret_value()
         return int(args.run(args, settings))
     except AgentCoreError as exc:
         print(f"agentcore: {exc.message}", file=sys.stderr)
@@ -39,10 +44,16 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     if settings.embedded:
         settings.agentcore_data_dir.mkdir(parents=True, exist_ok=True)
         upgrade(settings.sqlalchemy_url)
+    certfile = args.ssl_certfile or settings.agentcore_ssl_certfile
+    keyfile = args.ssl_keyfile or settings.agentcore_ssl_keyfile
+    if (certfile is None) != (keyfile is None):
+        raise ConfigurationError("TLS needs both a certificate file and a key file")
     uvicorn.run(
         create_app(settings),
         host=args.host,
         port=args.port,
+        ssl_certfile=None if certfile is None else str(certfile),
+        ssl_keyfile=None if keyfile is None else str(keyfile),
         loop="uvloop",
         http="httptools",
         log_level=settings.log_level.lower(),
@@ -80,7 +91,7 @@ async def _call(args: argparse.Namespace) -> Any:
     from agentcore.client import MemoryClient
 
     scope = _scope(args)
-    async with MemoryClient(args.url) as client:
+    async with MemoryClient(args.url, api_key=args.api_key) as client:
         if args.action == "add":
             extra: dict[str, Any] = {}
             if args.layer:
@@ -128,7 +139,7 @@ async def _export(args: argparse.Namespace) -> int:
     if args.layers:
         params["layers"] = args.layers.split(",")
     done = 0
-    async with MemoryClient(args.url) as client:
+    async with MemoryClient(args.url, api_key=args.api_key) as client:
         while True:
             page = await client.call("memory.export", **params)
             for record in page["records"]:
@@ -149,7 +160,7 @@ async def _import(args: argparse.Namespace, source: TextIO, total: int) -> int:
 
     counts = {"imported": 0, "skipped": 0, "expired": 0}
     done = 0
-    async with MemoryClient(args.url) as client:
+    async with MemoryClient(args.url, api_key=args.api_key) as client:
         while batch := await asyncio.to_thread(_records, source, 100):
             result = await client.call("memory.import", records=batch, **_scope(args))
             for name in counts:
@@ -197,8 +208,38 @@ def _transfer(args: argparse.Namespace, _: Settings) -> int:
         return 1
 
 
+def _keys(args: argparse.Namespace, settings: Settings) -> int:
+    """Create an API key: print it once, store its hash in the keys file."""
+    path = args.file or settings.agentcore_api_keys_file
+    if path is None:
+        raise ConfigurationError("give --file or set AGENTCORE_API_KEYS_FILE")
+    scopes = {
+        level.id_field: values.split(",")
+        for level in ScopeLevel
+        if (values := getattr(args, level.id_field)) is not None
+    }
+    data = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {"keys": []}
+    parse_keys(data)  # a broken file is not written over
+    if any(entry.get("id") == args.id for entry in data["keys"]):
+        raise ConfigurationError(f"a key with id {args.id!r} exists already in {path}")
+    key = "ak_" + secrets.token_urlsafe(32)
+    entry = {"id": args.id, "sha256": key_digest(key), "scopes": scopes, "access": args.access}
+    data["keys"].append(entry)
+    parse_keys(data)
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    temporary.chmod(0o600)
+    temporary.replace(path)  # the service sees the whole file or the old one
+    print(key)
+    print(
+        f"key {args.id} ({args.access}) added to {path}; the key is shown only now", file=sys.stderr
+    )
+    return 0
+
+
 def _with_scope(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--url", default=DEFAULT_URL, help=f"the service (default {DEFAULT_URL})")
+    sub.add_argument("--api-key", help="the API key (default: $AGENTCORE_API_KEY)")
     for level in ScopeLevel:
         flag = "--" + level.id_field.replace("_", "-")
         sub.add_argument(flag, dest=level.id_field, metavar="ID")
@@ -211,6 +252,8 @@ def _parser() -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", help="run the JSON-RPC service")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8080)
+    serve.add_argument("--ssl-certfile", type=Path, help="TLS certificate (PEM)")
+    serve.add_argument("--ssl-keyfile", type=Path, help="TLS private key (PEM)")
     serve.set_defaults(run=_serve)
 
     migrate = commands.add_parser("migrate", help="bring the database to the newest schema")
@@ -244,6 +287,17 @@ def _parser() -> argparse.ArgumentParser:
     for sub in (add, get, search, list_, delete):
         _with_scope(sub)
         sub.set_defaults(run=_memory)
+
+    keys = commands.add_parser("keys", help="manage API keys")
+    key_actions = keys.add_subparsers(required=True, metavar="ACTION")
+    create = key_actions.add_parser("create", help="create a key: printed once, hash stored")
+    create.add_argument("--id", required=True, help="the key's name in logs and metrics")
+    create.add_argument("--access", choices=["read", "write", "admin"], required=True)
+    create.add_argument("--file", type=Path, help="default: $AGENTCORE_API_KEYS_FILE")
+    for level in ScopeLevel:
+        flag = "--" + level.id_field.replace("_", "-")
+        create.add_argument(flag, dest=level.id_field, metavar="IDS", help="comma-separated or *")
+    create.set_defaults(run=_keys)
 
     export = commands.add_parser("export", help="write a scope's memories as JSON Lines")
     export.add_argument("--layers", help="comma-separated (default: all but working)")

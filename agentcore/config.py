@@ -35,6 +35,18 @@ class Settings(BaseSettings):
     # Where the embedded mode keeps its files.
     agentcore_data_dir: Path = Path("./data")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    # production: refuses to serve without API keys unless AGENTCORE_ALLOW_OPEN is true.
+    agentcore_mode: Literal["embedded", "production"] | None = None
+
+    # Security. API keys (JSON, see docs/security.md); without the file the service is open.
+    agentcore_api_keys_file: Path | None = None
+    agentcore_allow_open: bool = False
+    agentcore_metrics_token: SecretStr | None = None  # GET /metrics then needs this bearer
+    api_rate_limit_per_second: float = Field(50.0, gt=0)  # per key, token bucket
+    api_rate_limit_burst: int = Field(100, ge=0)  # 0: no limit
+    agentcore_ssl_certfile: Path | None = None  # TLS, also `serve --ssl-certfile/--ssl-keyfile`
+    agentcore_ssl_keyfile: Path | None = None
+    agentcore_api_key: SecretStr | None = None  # the key the CLI's client commands send
 
     # Servers (production). Unset = embedded.
     database_url: str | None = None

@@ -18,6 +18,7 @@ from starlette.routing import Route
 
 from agentcore import __version__
 from agentcore.api import errors
+from agentcore.api.auth import Gate, KeyRing, RateSettings, token_matches
 from agentcore.api.methods import build_methods
 from agentcore.api.metrics import RpcMetrics
 from agentcore.api.openrpc import openrpc_document
@@ -25,6 +26,7 @@ from agentcore.api.rpc import JsonRpcEndpoint
 from agentcore.api.schemas import HealthResult
 from agentcore.bootstrap import Container, build_container
 from agentcore.config import Settings
+from agentcore.domain.errors import ConfigurationError, Unauthorized
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +53,21 @@ def _dumps(payload: Any) -> bytes:
     return json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
 
 
+def _key_ring(settings: Settings) -> KeyRing | None:
+    """The API keys (None: open). An open service says so; production refuses to be open
+    unless ``AGENTCORE_ALLOW_OPEN`` is set."""
+    path = settings.agentcore_api_keys_file
+    if path is not None:
+        return KeyRing(path)
+    if settings.agentcore_mode == "production" and not settings.agentcore_allow_open:
+        raise ConfigurationError(
+            "AGENTCORE_MODE=production needs AGENTCORE_API_KEYS_FILE (or AGENTCORE_ALLOW_OPEN="
+            "true to serve without keys)"
+        )
+    log.warning("no AGENTCORE_API_KEYS_FILE: the service is open to any caller that reaches it")
+    return None
+
+
 def create_app(
     settings: Settings,
     build: Callable[[Settings], Awaitable[Container]] = build_container,
@@ -59,7 +76,10 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        keys = _key_ring(settings)  # a bad keys file stops start-up before anything is built
         container = await build(settings)
+        rate = RateSettings(settings.api_rate_limit_per_second, settings.api_rate_limit_burst)
+        app.state.gate = Gate(keys, rate, container.registry)
         methods: dict[str, Any] = {}
         methods.update(build_methods(container, lambda: openrpc_document(methods, __version__)))
         app.state.container = container
@@ -120,7 +140,16 @@ def create_app(
         if length is not None and length.isdigit() and int(length) > MAX_BODY_BYTES:
             body = {"jsonrpc": "2.0", "error": errors.invalid_request("body too large"), "id": None}
             return Response(_dumps(body), status_code=413, media_type="application/json")
-        reply = await request.app.state.rpc.handle(await request.body())
+        gate: Gate = request.app.state.gate
+        try:
+            key = gate.authenticate(request.headers.get("authorization"))
+        except Unauthorized as exc:
+            body = {"jsonrpc": "2.0", "error": errors.from_exception(exc), "id": None}
+            headers = {"www-authenticate": "Bearer"}
+            return Response(_dumps(body), 401, headers, media_type="application/json")
+        reply = await request.app.state.rpc.handle(
+            await request.body(), lambda method, params: gate.check(key, method, params)
+        )
         if reply is None:
             return Response(status_code=204)
         return Response(_dumps(reply), media_type="application/json")
@@ -131,6 +160,11 @@ def create_app(
         return JSONResponse(body, status_code=200 if report.ok else 503)
 
     async def metrics(request: Request) -> Response:
+        token = settings.agentcore_metrics_token
+        if token is not None and not token_matches(
+            request.headers.get("authorization"), token.get_secret_value()
+        ):
+            return Response("a metrics token is needed\n", 401, {"www-authenticate": "Bearer"})
         data = generate_latest(request.app.state.container.registry)
         return Response(data, media_type=CONTENT_TYPE_LATEST)
 

@@ -28,6 +28,7 @@ from agentcore.domain.errors import AgentCoreError
 log = logging.getLogger(__name__)
 
 Handler = Callable[[Any], Awaitable[BaseModel]]  # takes an instance of the params model
+Guard = Callable[[str, Any], None]  # raises an AgentCoreError for a call it refuses
 MAX_DEPTH = 64  # JSON nesting a request may have (params hold a few levels of metadata)
 
 
@@ -76,8 +77,10 @@ class JsonRpcEndpoint:
         self._metrics = metrics
         self._jsonrpc_methods = {name: self._bind(method) for name, method in methods.items()}
 
-    async def handle(self, body: bytes) -> Any:
-        """The JSON-able reply to one HTTP body, or None when nothing is to be answered."""
+    async def handle(self, body: bytes, guard: Guard | None = None) -> Any:
+        """The JSON-able reply to one HTTP body, or None when nothing is to be answered.
+        ``guard`` checks each call (method, params) before it runs: an ``AgentCoreError`` it
+        raises (forbidden, rate limited) is that call's error."""
         try:
             payload = json.loads(body)
         except (ValueError, UnicodeDecodeError, RecursionError):  # deep nesting included
@@ -87,12 +90,12 @@ class JsonRpcEndpoint:
         if isinstance(payload, list):
             if not payload:
                 return _response(None, error=errors.invalid_request("empty batch"))
-            replies = await asyncio.gather(*(self._one(member) for member in payload))
+            replies = await asyncio.gather(*(self._one(member, guard) for member in payload))
             answered = [reply for reply in replies if reply is not None]
             return answered or None
-        return await self._one(payload)
+        return await self._one(payload, guard)
 
-    async def _one(self, member: Any) -> dict[str, Any] | None:
+    async def _one(self, member: Any, guard: Guard | None) -> dict[str, Any] | None:
         problem = _envelope_problem(member)
         if problem is not None:
             request_id = member.get("id") if isinstance(member, dict) else None
@@ -108,6 +111,16 @@ class JsonRpcEndpoint:
             reply = _response(request["id"], error=errors.method_not_found(request["method"]))
             self._metrics.observe("unknown", "METHOD_NOT_FOUND", 0.0)
             return None if is_notification else reply
+        if guard is not None:
+            try:
+                guard(request["method"], request["params"])
+            except AgentCoreError as exc:
+                self._metrics.observe(request["method"], exc.code, 0.0)
+                return (
+                    None
+                    if is_notification
+                    else _response(request["id"], error=errors.from_exception(exc))
+                )
         response = await async_dispatch_to_response(
             request,  # type: ignore[arg-type]
             self._jsonrpc_methods,

@@ -3,12 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,44 +11,7 @@ import httpx
 import pytest
 
 from agentcore.client import MemoryClient
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-class Server:
-    def __init__(self, data_dir: Path) -> None:
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}/rpc"
-        self.env = {**os.environ, "AGENTCORE_DATA_DIR": str(data_dir), "LOG_LEVEL": "WARNING"}
-        for name in ("DATABASE_URL", "QDRANT_URL", "REDIS_URL"):
-            self.env.pop(name, None)
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        command = [sys.executable, "-m", "agentcore.cli", "serve", "--port", str(self.port)]
-        self.process = subprocess.Popen(command, env=self.env)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"http://127.0.0.1:{self.port}/health", timeout=1).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                time.sleep(0.2)
-        raise AssertionError("the server did not become healthy within 60 s")
-
-    def kill(self, sig: int) -> None:
-        assert self.process is not None
-        self.process.send_signal(sig)
-        self.process.wait(timeout=30)
-
-    def cli(self, *args: str, command: str = "memory") -> subprocess.CompletedProcess[str]:
-        argv = [sys.executable, "-m", "agentcore.cli", command, *args, "--url", self.url]
-        return subprocess.run(argv, env=self.env, capture_output=True, text=True, timeout=120)
+from tests.server_process import Server
 
 
 @pytest.fixture
@@ -61,8 +19,7 @@ def server(tmp_path: Path) -> Iterator[Server]:
     s = Server(tmp_path / "data")
     s.start()
     yield s
-    if s.process is not None and s.process.poll() is None:
-        s.kill(signal.SIGTERM)
+    s.stop()
 
 
 async def test_kill_9_after_add_loses_nothing(server: Server) -> None:
