@@ -35,15 +35,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
-def _serve(args: argparse.Namespace, settings: Settings) -> int:
-    import uvicorn
-
+def _prepare_embedded(settings: Settings) -> None:
+    """The embedded default makes its data directory and brings its database up to date."""
     from agentcore.adapters.db.migrate import upgrade
-    from agentcore.api.app import create_app
 
     if settings.embedded:
         settings.agentcore_data_dir.mkdir(parents=True, exist_ok=True)
         upgrade(settings.sqlalchemy_url)
+
+
+def _serve(args: argparse.Namespace, settings: Settings) -> int:
+    import uvicorn
+
+    from agentcore.api.app import create_app
+
+    _prepare_embedded(settings)
     certfile = args.ssl_certfile or settings.agentcore_ssl_certfile
     keyfile = args.ssl_keyfile or settings.agentcore_ssl_keyfile
     if (certfile is None) != (keyfile is None):
@@ -59,6 +65,14 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         log_level=settings.log_level.lower(),
         access_log=False,
     )
+    return 0
+
+
+def _mcp(_: argparse.Namespace, settings: Settings) -> int:
+    from agentcore.api.mcp import serve_stdio
+
+    _prepare_embedded(settings)
+    asyncio.run(serve_stdio(settings))
     return 0
 
 
@@ -255,6 +269,11 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--ssl-certfile", type=Path, help="TLS certificate (PEM)")
     serve.add_argument("--ssl-keyfile", type=Path, help="TLS private key (PEM)")
     serve.set_defaults(run=_serve)
+
+    mcp = commands.add_parser(
+        "mcp", help="serve the MCP tools over stdin/stdout (for a desktop agent host)"
+    )
+    mcp.set_defaults(run=_mcp)
 
     migrate = commands.add_parser("migrate", help="bring the database to the newest schema")
     migrate.set_defaults(run=_migrate)

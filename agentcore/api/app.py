@@ -1,10 +1,9 @@
-"""The HTTP application: POST /rpc (JSON-RPC 2.0), GET /health, GET /metrics."""
+"""The HTTP application: POST /rpc (JSON-RPC 2.0), /mcp (MCP, streamable HTTP), GET /health,
+GET /metrics."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import gc
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -15,57 +14,31 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
-from agentcore import __version__
 from agentcore.api import errors
-from agentcore.api.auth import Gate, KeyRing, RateSettings, token_matches
-from agentcore.api.methods import build_methods
-from agentcore.api.metrics import RpcMetrics
-from agentcore.api.openrpc import openrpc_document
-from agentcore.api.rpc import JsonRpcEndpoint
+from agentcore.api.auth import Gate, token_matches
+from agentcore.api.mcp import McpHttp, McpTools
+from agentcore.api.runtime import running
 from agentcore.api.schemas import HealthResult
 from agentcore.bootstrap import Container, build_container
 from agentcore.config import Settings
-from agentcore.domain.errors import ConfigurationError, Unauthorized
+from agentcore.domain.errors import Unauthorized
 
 log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 16 * 1024 * 1024
-WORKING_SWEEP_SECONDS = 60.0  # idle working-memory sessions move to the episodic layer
-ACCESS_FLUSH_SECONDS = 1.0  # retrieval access counts are written in batches
-PENDING_STAGES_SECONDS = 5.0  # stages that ended by an automatic transition get compressed
-
-
-async def _every(
-    seconds: float, step: Callable[[], Awaitable[object]], stop: asyncio.Event
-) -> None:
-    """Run ``step`` every ``seconds`` until ``stop``; a failing step is logged, never fatal."""
-    while not stop.is_set():
-        try:
-            await step()
-        except Exception:
-            log.exception("background step failed")
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), timeout=seconds)
 
 
 def _dumps(payload: Any) -> bytes:
     return json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def _key_ring(settings: Settings) -> KeyRing | None:
-    """The API keys (None: open). An open service says so; production refuses to be open
-    unless ``AGENTCORE_ALLOW_OPEN`` is set."""
-    path = settings.agentcore_api_keys_file
-    if path is not None:
-        return KeyRing(path)
-    if settings.agentcore_mode == "production" and not settings.agentcore_allow_open:
-        raise ConfigurationError(
-            "AGENTCORE_MODE=production needs AGENTCORE_API_KEYS_FILE (or AGENTCORE_ALLOW_OPEN="
-            "true to serve without keys)"
-        )
-    log.warning("no AGENTCORE_API_KEYS_FILE: the service is open to any caller that reaches it")
-    return None
+class _Mcp:
+    """``/mcp``, handed to the MCP transport that the lifespan built."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await scope["app"].state.mcp(scope, receive, send)
 
 
 def create_app(
@@ -76,64 +49,14 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        keys = _key_ring(settings)  # a bad keys file stops start-up before anything is built
-        container = await build(settings)
-        rate = RateSettings(settings.api_rate_limit_per_second, settings.api_rate_limit_burst)
-        app.state.gate = Gate(keys, rate, container.registry)
-        methods: dict[str, Any] = {}
-        methods.update(build_methods(container, lambda: openrpc_document(methods, __version__)))
-        app.state.container = container
-        app.state.rpc = JsonRpcEndpoint(methods, RpcMetrics(container.registry))
-        # What start-up built lives as long as the process: out of the cycle collector's sight,
-        # a full collection walks only what requests allocate (at 10k memories it took ~100 ms
-        # with everything imported in sight, a pause in the middle of some request).
-        gc.collect()
-        gc.freeze()
-        stop = asyncio.Event()
-        loops = [
-            asyncio.create_task(
-                container.vector_sync.run(
-                    settings.vector_sync_interval, settings.vector_flush_interval, stop
-                ),
-                name="vector-sync",
-            ),
-            asyncio.create_task(
-                _every(WORKING_SWEEP_SECONDS, container.working.sweep_idle, stop),
-                name="working-memory-sweep",
-            ),
-            asyncio.create_task(
-                _every(PENDING_STAGES_SECONDS, container.compass.compress_pending, stop),
-                name="stage-compression",
-            ),
-            asyncio.create_task(
-                _every(ACCESS_FLUSH_SECONDS, container.access.flush, stop),
-                name="access-counts",
-            ),
-        ]
-        if settings.redis_url is None:  # in production Celery beat runs these
-            loops.append(
-                asyncio.create_task(
-                    _every(settings.expiry_sweep_seconds, container.expiry.sweep, stop),
-                    name="expiry-sweep",
-                )
-            )
-            if settings.consolidation_interval_seconds > 0:
-                loops.append(
-                    asyncio.create_task(
-                        _every(
-                            settings.consolidation_interval_seconds,
-                            container.consolidator.run,
-                            stop,
-                        ),
-                        name="consolidation",
-                    )
-                )
-        try:
-            yield
-        finally:
-            stop.set()
-            await asyncio.gather(*loops)
-            await container.aclose()
+        async with running(settings, build) as runtime:
+            mcp_http = McpHttp(McpTools(runtime), runtime.gate)
+            app.state.container = runtime.container
+            app.state.rpc = runtime.rpc
+            app.state.gate = runtime.gate
+            app.state.mcp = mcp_http
+            async with mcp_http.running():
+                yield
 
     async def rpc(request: Request) -> Response:
         length = request.headers.get("content-length")
@@ -170,6 +93,7 @@ def create_app(
 
     routes = [
         Route("/rpc", rpc, methods=["POST"]),
+        Route("/mcp", _Mcp()),  # an ASGI app: every HTTP method goes to the MCP transport
         Route("/health", health, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
     ]

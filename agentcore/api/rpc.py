@@ -95,6 +95,14 @@ class JsonRpcEndpoint:
             return answered or None
         return await self._one(payload, guard)
 
+    async def call(self, method: str, params: Any, guard: Guard | None = None) -> dict[str, Any]:
+        """One call made in-process (the MCP tools): its response object."""
+        reply = await self._one(
+            {"jsonrpc": "2.0", "id": 0, "method": method, "params": params}, guard
+        )
+        assert reply is not None, "a call with an id is always answered"
+        return reply
+
     async def _one(self, member: Any, guard: Guard | None) -> dict[str, Any] | None:
         problem = _envelope_problem(member)
         if problem is not None:

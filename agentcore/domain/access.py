@@ -2,10 +2,10 @@
 token bucket that limits a key's rate.
 
 A key names, per scope id field, the values it may use: an exact id, a prefix pattern
-(``"alice-*"``) or ``"*"`` (any). A field the key names without ``"*"`` binds it: every call
-that names scope ids must name that field too (at the top level, or in each batch item), so a
-key bound to ``user_id: ["alice"]`` never reaches data outside alice's scope by leaving the
-user out. A field the key does not name at all cannot be used. Access levels:
+(``"alice-*"``) or ``"*"`` (any); a field it does not name cannot be used. A call reaches
+exactly the scopes whose ids it names (a search with ``user_id`` and ``agent_id`` reads the
+user's memories and the agent's shared ones), so checking every id a call names checks all it
+can reach. Access levels:
 
 - ``read``: the methods that only read (search, get, list, history, export, stages, tasks,
   errors, costs of an agent or a task, ...);
@@ -14,7 +14,7 @@ user out. A field the key does not name at all cannot be used. Access levels:
 
 A call is ``FORBIDDEN`` when its method needs more than the key's access, or when it names a
 scope id (at the top level, in a batch's ``items`` or an import's ``records``) that the key
-does not allow, or leaves out a field the key is bound to. A call that names no scope id
+does not allow. A call that names no scope id
 (``memory.job.get``, ``rpc.discover``) needs only the access. ``memory.stage.get`` must name
 its task (a stage id alone would reach any task's stage).
 """
@@ -76,8 +76,6 @@ READ_METHODS = frozenset(
 )
 ADMIN_METHODS = frozenset({"memory.clear"})
 _NESTED = ("items", "records")  # where a call carries more scope ids
-# Reports that are not any user's data: a bound key reads them naming only an agent or task.
-_UNBOUND_METHODS = frozenset({"memory.cost.report"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,11 +87,6 @@ class ApiKey:
 
     def allows(self, scope_field: str, value: str) -> bool:
         return any(_matches(pattern, value) for pattern in self.scopes.get(scope_field, ()))
-
-    @property
-    def bound_fields(self) -> tuple[str, ...]:
-        """The fields every scoped call of this key must name (those without ``"*"``)."""
-        return tuple(f for f, values in self.scopes.items() if ANY not in values)
 
 
 def _matches(pattern: str, value: str) -> bool:
@@ -180,8 +173,7 @@ def authorize(key: ApiKey, method: str, params: Any) -> None:
         )
     if key.access is Access.ADMIN:
         return
-    named = scope_ids(params)
-    for scope_field, value in named:
+    for scope_field, value in scope_ids(params):
         if not key.allows(scope_field, value):
             raise Forbidden(
                 f"key {key.id} may not use {scope_field}={value[:100]!r}",
@@ -190,22 +182,6 @@ def authorize(key: ApiKey, method: str, params: Any) -> None:
             )
     if method == "memory.stage.get" and not params.get("task_id"):
         raise Forbidden(f"key {key.id} must name the stage's task_id", key_id=key.id)
-    if named and method not in _UNBOUND_METHODS:
-        for scope_field in key.bound_fields:
-            if not _names_everywhere(params, scope_field):
-                raise Forbidden(
-                    f"key {key.id} is bound to {scope_field}: the call must name it",
-                    key_id=key.id,
-                    field=scope_field,
-                )
-
-
-def _names_everywhere(params: Mapping[str, Any], scope_field: str) -> bool:
-    """Whether the call names ``scope_field`` at the top level or in each nested member."""
-    if isinstance(params.get(scope_field), str):
-        return True
-    members = [m for nested in _NESTED for m in _members(params, nested)]
-    return bool(members) and all(isinstance(m.get(scope_field), str) for m in members)
 
 
 def _members(params: Mapping[str, Any], nested: str) -> list[Mapping[str, Any]]:

@@ -130,7 +130,7 @@ def test_write_key_is_bound_to_its_scopes(server: Server, keys: dict[str, str]) 
     )
     for params in (
         {"content": "Bob's secret", "user_id": "bob"},  # another user
-        {"content": "No user named", "agent_id": "planner"},  # a scope it has no values for
+        {"content": "A session note", "session_id": "s1"},  # a field it has no values for
         {"content": "A team note", "user_id": "alice", "team_id": "red"},
     ):
         refused = call(server, key, "memory.add", **params)

@@ -78,6 +78,7 @@ def test_keys_are_found_by_their_hash() -> None:
         (ALICE, "memory.cost.report", {"agent_id": "planner"}),  # costs are no user data
         (READER, "memory.job.get", {"job_id": "j"}),
         (ALICE, "memory.add", {"content": "c", "user_id": "alice", "agent_id": "any"}),
+        (ALICE, "memory.add", {"content": "c", "agent_id": "shared"}),  # agent_id "*" granted
         (ALICE, "memory.add_batch", {"items": [{"user_id": "alice"}, {"user_id": "alice"}]}),
         (ALICE, "memory.import", {"user_id": "alice", "records": [{"content": "c"}]}),
         (TASKS, "memory.stage.start", {"task_id": "alice-42", "user_id": "alice"}),
@@ -98,9 +99,9 @@ def test_allowed_calls(key: ApiKey, method: str, params: dict[str, Any]) -> None
         (ALICE, "memory.clear", {"layer": "episodic", "user_id": "alice"}, "needs admin"),
         (ALICE, "memory.cost.report", {}, "needs admin"),
         (ALICE, "memory.search", {"query": "q", "user_id": "bob"}, "user_id='bob'"),
-        (ALICE, "memory.add", {"content": "c", "agent_id": "planner"}, "bound to user_id"),
+        (READER, "memory.search", {"query": "q", "agent_id": "planner"}, "agent_id"),
         (ALICE, "memory.add", {"content": "c", "user_id": "alice", "team_id": "t"}, "team_id"),
-        (ALICE, "memory.add_batch", {"items": [{"user_id": "alice"}, {"agent_id": "a"}]}, "bound"),
+        (ALICE, "memory.add_batch", {"items": [{"user_id": "alice"}, {"task_id": "t"}]}, "task"),
         (ALICE, "memory.add_batch", {"items": [{"user_id": "alice"}, {"user_id": "bob"}]}, "bob"),
         (ALICE, "memory.import", {"user_id": "alice", "records": [{"user_id": "bob"}]}, "bob"),
         (TASKS, "memory.stage.start", {"task_id": "bob-1", "user_id": "alice"}, "bob-1"),
