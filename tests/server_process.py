@@ -34,12 +34,14 @@ class Server:
         command: Sequence[str] = (sys.executable, "-m", "agentcore.cli"),
         serve_args: Sequence[str] = (),
         tls: bool = False,
+        cwd: Path | None = None,
     ) -> None:
         self.port = free_port()
         self.base = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
         self.url = f"{self.base}/rpc"
         self.command = list(command)
         self.serve_args = list(serve_args)
+        self.cwd = cwd
         self.env = {**os.environ, "AGENTCORE_DATA_DIR": str(data_dir), "LOG_LEVEL": "WARNING"}
         for name in ("DATABASE_URL", "QDRANT_URL", "REDIS_URL", "AGENTCORE_API_KEYS_FILE"):
             self.env.pop(name, None)
@@ -49,7 +51,7 @@ class Server:
 
     def start(self, timeout: float = 60) -> None:
         argv = [*self.command, "serve", "--port", str(self.port), *self.serve_args]
-        self.process = subprocess.Popen(argv, env=self.env)
+        self.process = subprocess.Popen(argv, env=self.env, cwd=self.cwd)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

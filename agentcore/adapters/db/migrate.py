@@ -1,36 +1,34 @@
 """Schema migrations: ``upgrade(url)`` runs ``alembic upgrade head`` in-process.
 
-The Alembic scripts live in the project checkout (``alembic.ini`` and ``alembic/`` beside the
-``agentcore`` package); they are found from this file's location, so any working directory
-works. Call it before the event loop starts or through ``asyncio.to_thread``: the Alembic
-environment runs its own loop.
+The Alembic scripts ship inside the package (``migrations/`` beside this file), so an
+installed wheel migrates as a checkout does, from any working directory; ``alembic.ini`` at
+the project root only serves the ``alembic`` command line in a checkout. Call ``upgrade``
+before the event loop starts or through ``asyncio.to_thread``: the Alembic environment runs
+its own loop.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from alembic import command
 from alembic.config import Config
 
 from agentcore.domain.errors import ConfigurationError
-from alembic import command
 
-PROJECT_ROOT = Path(__file__).resolve().parents[3]
-ALEMBIC_INI = PROJECT_ROOT / "alembic.ini"
-SCRIPT_LOCATION = PROJECT_ROOT / "alembic"
+SCRIPT_LOCATION = Path(__file__).resolve().parent / "migrations"
 
 
 def alembic_config(url: str) -> Config:
     """The Alembic configuration for ``url``, independent of the working directory."""
     if not (SCRIPT_LOCATION / "env.py").is_file():
         raise ConfigurationError(
-            f"database migrations not found at {SCRIPT_LOCATION}; "
-            "run from a checkout of the project (pip install -e .)"
+            f"database migrations not found at {SCRIPT_LOCATION}; reinstall agentcore-memory"
         )
-    config = Config(str(ALEMBIC_INI) if ALEMBIC_INI.is_file() else None)
+    config = Config()
     config.set_main_option("script_location", str(SCRIPT_LOCATION).replace("%", "%%"))
     config.attributes["url"] = url
-    # The application owns logging; alembic.ini's logging section is for the alembic CLI.
+    # The application owns logging (alembic.ini's logging section is for the alembic CLI).
     config.attributes["configure_logging"] = False
     return config
 

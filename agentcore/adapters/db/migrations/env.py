@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from logging.config import fileConfig
 
+from alembic import context
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, make_url
 
@@ -16,7 +17,6 @@ import agentcore.adapters.db.episodes  # noqa: F401  (registers the episodes tab
 from agentcore.adapters.db.engine import create_engine
 from agentcore.adapters.db.tables import Base
 from agentcore.config import load_settings
-from alembic import context
 
 # Postgres: concurrent upgrades (several replicas starting at once) take turns on this lock.
 _PG_LOCK_KEY = 0x61676E746D656D  # "agntmem"

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agentcore.adapters.db.lexical import CHANGES
 from alembic import op
+
+from agentcore.adapters.db.lexical import CHANGES
 
 revision: str = "0006"
 down_revision: str | None = "0005"

@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import sqlalchemy as sa
+from alembic import op
 
 from agentcore.adapters.db.lexical import (
     BODY,
@@ -30,7 +31,6 @@ from agentcore.adapters.db.lexical import (
     neighbour_text,
     scope_token,
 )
-from alembic import op
 
 revision: str = "0005"
 down_revision: str | None = "0004"
