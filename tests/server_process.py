@@ -35,6 +35,7 @@ class Server:
         serve_args: Sequence[str] = (),
         tls: bool = False,
         cwd: Path | None = None,
+        log: Path | None = None,
     ) -> None:
         self.port = free_port()
         self.base = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
@@ -42,6 +43,7 @@ class Server:
         self.command = list(command)
         self.serve_args = list(serve_args)
         self.cwd = cwd
+        self.log = log  # the server's stderr goes there when given
         self.env = {**os.environ, "AGENTCORE_DATA_DIR": str(data_dir), "LOG_LEVEL": "WARNING"}
         for name in ("DATABASE_URL", "QDRANT_URL", "REDIS_URL", "AGENTCORE_API_KEYS_FILE"):
             self.env.pop(name, None)
@@ -51,7 +53,10 @@ class Server:
 
     def start(self, timeout: float = 60) -> None:
         argv = [*self.command, "serve", "--port", str(self.port), *self.serve_args]
-        self.process = subprocess.Popen(argv, env=self.env, cwd=self.cwd)
+        stderr = None if self.log is None else self.log.open("ab")
+        self.process = subprocess.Popen(argv, env=self.env, cwd=self.cwd, stderr=stderr)
+        if stderr is not None:
+            stderr.close()  # the child holds its own descriptor
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

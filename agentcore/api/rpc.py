@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -43,6 +44,26 @@ def _too_deep(payload: Any) -> bool:
                 return True
             children = value.values() if isinstance(value, dict) else value
             stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")  # json.loads joins valid pairs: these are lone
+
+
+def _lone_surrogate(value: Any) -> bool:
+    """Whether a string anywhere in ``value`` (keys included) holds a lone surrogate: JSON can
+    escape one, but it is no Unicode character and no UTF-8 encoder takes it."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
     return False
 
 
@@ -107,7 +128,11 @@ class JsonRpcEndpoint:
         problem = _envelope_problem(member)
         if problem is not None:
             request_id = member.get("id") if isinstance(member, dict) else None
-            valid_id = request_id is None or isinstance(request_id, str | int)
+            valid_id = (
+                request_id is None
+                or isinstance(request_id, int)
+                or (isinstance(request_id, str) and not _lone_surrogate(request_id))
+            )
             return _response(
                 request_id if valid_id else None, error=errors.invalid_request(problem)
             )
@@ -190,6 +215,8 @@ def _envelope_problem(member: Any) -> str | None:
     extra = set(member) - {"jsonrpc", "method", "params", "id"}
     if extra:
         return "unexpected member " + ", ".join(sorted(extra))
+    if _lone_surrogate(member):
+        return "text with a lone surrogate (\\ud800-\\udfff) is not valid Unicode"
     return None
 
 

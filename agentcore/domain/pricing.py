@@ -94,6 +94,10 @@ def month_bounds(month: str) -> tuple[datetime, datetime]:
             "month must be YYYY-MM", errors=[{"field": "month", "message": "expected YYYY-MM"}]
         )
     year, number = int(match.group(1)), int(match.group(2))
+    if not 1 <= year < 9999:  # datetime's range, with room for the next month
+        raise InvalidParams(
+            "month is out of range", errors=[{"field": "month", "message": "year 0001-9998"}]
+        )
     start = datetime(year, number, 1, tzinfo=UTC)
     end = datetime(year + number // 12, number % 12 + 1, 1, tzinfo=UTC)
     return start, end

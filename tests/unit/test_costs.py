@@ -272,7 +272,7 @@ def test_month_bounds() -> None:
         datetime(2025, 12, 1, tzinfo=UTC),
         datetime(2026, 1, 1, tzinfo=UTC),
     )
-    for bad in ("2026-13", "2026-00", "26-01", "2026-1", "2026-01-01"):
+    for bad in ("2026-13", "2026-00", "26-01", "2026-1", "2026-01-01", "0000-01", "9999-12"):
         with pytest.raises(InvalidParams):
             month_bounds(bad)
 

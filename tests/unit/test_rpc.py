@@ -94,6 +94,30 @@ async def test_deeply_nested_bodies_are_bad_requests_not_crashes(
     assert (await call(endpoint, req({"text": "a", "times": 1})))["result"] == {"text": "a"}
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"jsonrpc": "2.0", "method": "echo", "params": {"text": "a\\ud800"}, "id": 1}',
+        b'{"jsonrpc": "2.0", "method": "echo", "params": {"text": "a", "\\udfff": 1}, "id": 1}',
+        b'{"jsonrpc": "2.0", "method": "echo\\ud800", "id": 1}',
+    ],
+)
+async def test_lone_surrogates_are_invalid_requests(endpoint: JsonRpcEndpoint, body: bytes) -> None:
+    reply = await call(endpoint, body)
+    assert reply["error"]["code"] == -32600
+    assert "lone surrogate" in reply["error"]["message"]
+    assert reply["id"] == 1
+    json.dumps(reply).encode()  # the reply itself encodes
+    paired = await call(endpoint, req({"text": "\U0001f642"}))  # a pair in JSON: one character
+    assert paired["result"] == {"text": "\U0001f642"}
+
+
+async def test_a_surrogate_in_the_id_is_answered_without_it(endpoint: JsonRpcEndpoint) -> None:
+    reply = await call(endpoint, b'{"jsonrpc": "2.0", "method": "echo", "id": "\\ud800"}')
+    assert reply["error"]["code"] == -32600
+    assert reply["id"] is None
+
+
 async def test_unknown_method(endpoint: JsonRpcEndpoint) -> None:
     reply = await call(endpoint, req({}, method="memory.nope"))
     assert reply["error"]["code"] == -32601
