@@ -119,7 +119,7 @@ fi
 
 if have kubernetes-validate; then
     if [[ -n "$built" ]]; then
-        manifests=("$built" k8s/migrate-job.yaml k8s/secret.example.yaml)
+        manifests=("$built" k8s/migrate-job.yaml k8s/secret.example.yaml k8s/ingress.example.yaml)
     else  # no kustomize: validate the files one by one
         manifests=()
         for f in k8s/*.yaml; do

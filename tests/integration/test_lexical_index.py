@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from alembic import command
 from sqlalchemy import delete, func, insert, inspect, select
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -27,7 +28,6 @@ from agentcore.adapters.db.tables import MemoryRow
 from agentcore.adapters.db.uow import SqlUnitOfWorkFactory
 from agentcore.domain.models import Layer, Memory, ScopeIds, ScopeLevel, new_id
 from agentcore.services.ports import VectorFilter
-from alembic import command
 from tests.conftest import migrate
 
 T0 = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
