@@ -34,6 +34,21 @@ def _dumps(payload: Any) -> bytes:
     return json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
 
 
+async def _body(request: Request) -> bytes | None:
+    """The request body, or None past ``MAX_BODY_BYTES`` (declared, or counted as it arrives
+    when the body is chunked)."""
+    length = request.headers.get("content-length")
+    if length is not None and length.isdigit() and int(length) > MAX_BODY_BYTES:
+        return None
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 class _Mcp:
     """``/mcp``, handed to the MCP transport that the lifespan built."""
 
@@ -59,8 +74,8 @@ def create_app(
                 yield
 
     async def rpc(request: Request) -> Response:
-        length = request.headers.get("content-length")
-        if length is not None and length.isdigit() and int(length) > MAX_BODY_BYTES:
+        content = await _body(request)
+        if content is None:
             body = {"jsonrpc": "2.0", "error": errors.invalid_request("body too large"), "id": None}
             return Response(_dumps(body), status_code=413, media_type="application/json")
         gate: Gate = request.app.state.gate
@@ -71,7 +86,7 @@ def create_app(
             headers = {"www-authenticate": "Bearer"}
             return Response(_dumps(body), 401, headers, media_type="application/json")
         reply = await request.app.state.rpc.handle(
-            await request.body(), lambda method, params: gate.check(key, method, params)
+            content, lambda method, params: gate.check(key, method, params)
         )
         if reply is None:
             return Response(status_code=204)

@@ -145,6 +145,24 @@ def test_malformed_json_and_unknown_method(client: TestClient) -> None:
     assert rpc(client, "memory.teleport")["error"]["code"] == -32601
 
 
+def test_a_body_over_16_mib_is_refused_declared_or_chunked(client: TestClient) -> None:
+    big = (
+        b'{"jsonrpc": "2.0", "id": 1, "method": "memory.health", "params": {"x": "'
+        + (b"a" * (16 * 2**20))
+        + b'"}}'
+    )
+    declared = client.post("/rpc", content=big)
+
+    def chunks() -> Any:  # no content-length: the size is counted as the body arrives
+        for start in range(0, len(big), 2**20):
+            yield big[start : start + 2**20]
+
+    chunked = client.post("/rpc", content=chunks())
+    for response in (declared, chunked):
+        assert response.status_code == 413
+        assert response.json()["error"]["data"]["code"] == "INVALID_REQUEST"
+
+
 def test_a_mixed_batch_answers_each_member_and_stores_only_the_good(client: TestClient) -> None:
     scope = {"user_id": "e2e-batch"}
     batch = [
