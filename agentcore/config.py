@@ -47,6 +47,9 @@ class Settings(BaseSettings):
     agentcore_ssl_certfile: Path | None = None  # TLS, also `serve --ssl-certfile/--ssl-keyfile`
     agentcore_ssl_keyfile: Path | None = None
     agentcore_api_key: SecretStr | None = None  # the key the CLI's client commands send
+    # Web pages (browser Origin) that may call /rpc and /mcp; others are refused (CSRF and
+    # DNS rebinding against a local service). JSON list; agents send no Origin.
+    agentcore_allowed_origins: list[str] = Field(default_factory=list)
 
     # Servers (production). Unset = embedded.
     database_url: str | None = None

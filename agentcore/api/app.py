@@ -17,13 +17,13 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from agentcore.api import errors
-from agentcore.api.auth import Gate, token_matches
+from agentcore.api.auth import Gate, refusal, token_matches
 from agentcore.api.mcp import McpHttp, McpTools
 from agentcore.api.runtime import running
 from agentcore.api.schemas import HealthResult
 from agentcore.bootstrap import Container, build_container
 from agentcore.config import Settings
-from agentcore.domain.errors import Unauthorized
+from agentcore.domain.errors import Forbidden, Unauthorized
 
 log = logging.getLogger(__name__)
 
@@ -80,11 +80,11 @@ def create_app(
             return Response(_dumps(body), status_code=413, media_type="application/json")
         gate: Gate = request.app.state.gate
         try:
-            key = gate.authenticate(request.headers.get("authorization"))
-        except Unauthorized as exc:
+            key = gate.admit(request.headers.get("authorization"), request.headers.get("origin"))
+        except (Unauthorized, Forbidden) as exc:
+            status, headers = refusal(exc)
             body = {"jsonrpc": "2.0", "error": errors.from_exception(exc), "id": None}
-            headers = {"www-authenticate": "Bearer"}
-            return Response(_dumps(body), 401, headers, media_type="application/json")
+            return Response(_dumps(body), status, headers, media_type="application/json")
         reply = await request.app.state.rpc.handle(
             content, lambda method, params: gate.check(key, method, params)
         )

@@ -4,7 +4,8 @@ it changes, and the rate of each key (``agentcore.domain.access`` holds the rule
 Without ``AGENTCORE_API_KEYS_FILE`` the service is open (and says so at start-up). With it,
 ``/rpc`` and ``/mcp`` need ``Authorization: Bearer <key>``; ``/health`` needs nothing and
 ``/metrics`` its own token when ``AGENTCORE_METRICS_TOKEN`` is set. Logs and metrics name a
-key by its id, never the key.
+key by its id, never the key. Either way a request from a web page (an ``Origin`` header) is
+refused unless its origin is in ``AGENTCORE_ALLOWED_ORIGINS``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import json
 import logging
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -75,9 +77,14 @@ class Gate:
     """Authenticates a request's bearer key, then checks each call's access, scopes and rate."""
 
     def __init__(
-        self, keys: KeyRing | None, rate: RateSettings, registry: CollectorRegistry
+        self,
+        keys: KeyRing | None,
+        rate: RateSettings,
+        registry: CollectorRegistry,
+        origins: Sequence[str] = (),
     ) -> None:
         self._keys = keys
+        self._origins = frozenset(origins)
         self._rate = rate
         self._buckets: dict[str, TokenBucket] = {}
         self._calls = Counter(
@@ -96,6 +103,17 @@ class Gate:
     @property
     def open(self) -> bool:
         return self._keys is None
+
+    def admit(self, authorization: str | None, origin: str | None) -> ApiKey | None:
+        """The caller of one HTTP request: ``Forbidden`` for a web page whose ``Origin`` is not
+        allowed (a browser sends one with every cross-site request; agents send none), then
+        ``authenticate``."""
+        if origin is not None and origin not in self._origins:
+            raise Forbidden(
+                f"requests from web pages ({origin[:100]}) are refused; allow the origin with "
+                "AGENTCORE_ALLOWED_ORIGINS"
+            )
+        return self.authenticate(authorization)
 
     def authenticate(self, authorization: str | None) -> ApiKey | None:
         """The caller's key (None when the service is open); ``Unauthorized`` otherwise."""
@@ -131,6 +149,13 @@ class Gate:
                     retry_after=wait,
                 )
         self._calls.labels(key.id, "allowed").inc()
+
+
+def refusal(exc: Unauthorized | Forbidden) -> tuple[int, dict[str, str]]:
+    """The HTTP status and headers of a request refused before any call ran."""
+    if isinstance(exc, Unauthorized):
+        return 401, {"www-authenticate": "Bearer"}
+    return 403, {}
 
 
 def token_matches(authorization: str | None, token: str) -> bool:

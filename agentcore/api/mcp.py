@@ -27,12 +27,12 @@ from starlette.types import Receive, Scope, Send
 
 from agentcore import __version__
 from agentcore.api import errors
-from agentcore.api.auth import Gate
+from agentcore.api.auth import Gate, refusal
 from agentcore.api.rpc import Guard, RpcMethod
 from agentcore.api.runtime import Runtime, running
 from agentcore.config import Settings
 from agentcore.domain.access import ApiKey
-from agentcore.domain.errors import ConfigurationError, Unauthorized
+from agentcore.domain.errors import ConfigurationError, Forbidden, Unauthorized
 
 log = logging.getLogger(__name__)
 
@@ -181,8 +181,8 @@ def _error_result(error: dict[str, Any]) -> mt.CallToolResult:
 
 
 class McpHttp:
-    """``/mcp``: authenticates the bearer key like ``/rpc`` (401 without a valid one), then
-    hands the request to the SDK's streamable HTTP transport."""
+    """``/mcp``: admits the request like ``/rpc`` (401 without a valid key, 403 from a web page
+    not allowed), then hands it to the SDK's streamable HTTP transport."""
 
     def __init__(self, tools: McpTools, gate: Gate) -> None:
         self._gate = gate
@@ -198,20 +198,24 @@ class McpHttp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = dict(scope.get("headers", []))
         authorization = headers.get(b"authorization", b"").decode("latin-1") or None
+        origin = headers.get(b"origin")
         try:
-            key = self._gate.authenticate(authorization)
-        except Unauthorized as exc:
-            await _send_json(
-                send, 401, {"jsonrpc": "2.0", "error": errors.from_exception(exc), "id": None}
+            key = self._gate.admit(
+                authorization, None if origin is None else origin.decode("latin-1")
             )
+        except (Unauthorized, Forbidden) as exc:
+            status, extra = refusal(exc)
+            body = {"jsonrpc": "2.0", "error": errors.from_exception(exc), "id": None}
+            await _send_json(send, status, body, extra)
             return
         scope[KEY_SCOPE_ENTRY] = key
         await self._sessions.handle_request(scope, receive, send)
 
 
-async def _send_json(send: Send, status: int, payload: Any) -> None:
+async def _send_json(send: Send, status: int, payload: Any, extra: dict[str, str]) -> None:
     body = json.dumps(payload, separators=(",", ":")).encode()
-    headers = [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]
+    headers = [(b"content-type", b"application/json")]
+    headers += [(name.encode(), value.encode()) for name, value in extra.items()]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 

@@ -50,7 +50,7 @@ async def running(
         container,
         methods,
         JsonRpcEndpoint(methods, RpcMetrics(container.registry)),
-        Gate(keys, rate, container.registry),
+        Gate(keys, rate, container.registry, settings.agentcore_allowed_origins),
     )
     # What start-up built lives as long as the process: out of the cycle collector's sight,
     # a full collection walks only what requests allocate (at 10k memories it took ~100 ms

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 from typing import Any
 
 import pytest
@@ -161,6 +162,26 @@ def test_a_body_over_16_mib_is_refused_declared_or_chunked(client: TestClient) -
     for response in (declared, chunked):
         assert response.status_code == 413
         assert response.json()["error"]["data"]["code"] == "INVALID_REQUEST"
+
+
+def test_a_web_page_cannot_call_the_open_service(client: TestClient) -> None:
+    # A page on another site may POST to a local service (a "simple" request, no preflight);
+    # the browser marks it with Origin, which no agent sends.
+    add = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "memory.add",
+        "params": {"content": "planted by a web page", "user_id": "csrf"},
+    }
+    page = {"origin": "https://evil.example", "content-type": "text/plain"}
+    refused = client.post("/rpc", content=json.dumps(add), headers=page)
+    assert refused.status_code == 403
+    assert refused.json()["error"]["data"]["code"] == "FORBIDDEN"
+    mcp = client.post(
+        "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, headers=page
+    )
+    assert mcp.status_code == 403
+    assert rpc(client, "memory.list", user_id="csrf")["result"]["total_count"] == 0
 
 
 def test_a_mixed_batch_answers_each_member_and_stores_only_the_good(client: TestClient) -> None:

@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client import CollectorRegistry
 
 from agentcore.api import auth
-from agentcore.api.auth import KeyRing
+from agentcore.api.auth import Gate, KeyRing, RateSettings
 from agentcore.domain.access import (
     Access,
     ApiKey,
@@ -128,6 +129,16 @@ def test_token_bucket_refills_at_its_rate() -> None:
     assert bucket.take(0.5) == 0.0
     assert bucket.take(100.0) == 0.0  # never more than the burst
     assert [bucket.take(100.0) for _ in range(3)][-1] > 0
+
+
+def test_the_gate_refuses_web_pages_unless_their_origin_is_allowed() -> None:
+    gate = Gate(None, RateSettings(), CollectorRegistry(), ["https://app.example"])
+    assert gate.admit(None, None) is None  # an agent: no Origin, open service
+    assert gate.admit(None, "https://app.example") is None
+    with pytest.raises(Forbidden, match="AGENTCORE_ALLOWED_ORIGINS"):
+        gate.admit(None, "https://evil.example")
+    with pytest.raises(Forbidden):
+        gate.admit(None, "null")  # a sandboxed page or a file
 
 
 def write_keys(path: Path, *entries: dict[str, Any]) -> None:
