@@ -116,7 +116,9 @@ def register_tasks(app: Celery, runtime: WorkerRuntime) -> None:
 
 class _Heartbeat:
     """Refreshes a job's heartbeat key from a thread while the job runs (the queue reads a
-    started job without one as lost), and deletes it when the job ends."""
+    started job without one as lost). When the job ends the key is left to expire: Celery
+    stores the result only after the task returns, and a key deleted before that would make
+    the still-``STARTED`` job read as lost in between."""
 
     def __init__(self, app: Celery, job_id: str) -> None:
         self._client = app.backend.client
@@ -131,7 +133,7 @@ class _Heartbeat:
     def __exit__(self, *_: object) -> None:
         self._stop.set()
         self._thread.join()
-        self._client.delete(self._key)
+        self._client.set(self._key, 1, ex=HEARTBEAT_TTL)  # covers the result's write
 
     def _beat(self) -> None:
         while not self._stop.wait(HEARTBEAT_SECONDS):

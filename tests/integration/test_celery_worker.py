@@ -15,7 +15,7 @@ import pytest
 
 from agentcore.adapters.compressors import ExtractiveEngine
 from agentcore.adapters.embedders.local_minilm import LocalMiniLMEmbedder
-from agentcore.adapters.jobs.celery_queue import HEARTBEAT_TTL, CeleryJobQueue
+from agentcore.adapters.jobs.celery_queue import HEARTBEAT_TTL, CeleryJobQueue, heartbeat_key
 from agentcore.adapters.tokens import BpeTokenCounter
 from agentcore.adapters.vectors.edge import EdgeVectorStore
 from agentcore.bootstrap import REPLAY_VECTORS, Container, build_container
@@ -76,6 +76,10 @@ def test_worker_replays_owed_vector_writes(
     with celery_worker(tmp_path, postgres_url, redis_url):
         status = asyncio.run(_replay_on_a_worker(settings))
         assert status.result == {"replayed": 1}
+        # The heartbeat outlives the task's return, so the job never reads as lost while
+        # Celery is still writing its result.
+        redis = celery_app(settings).backend.client
+        assert 0 < redis.ttl(heartbeat_key(status.job_id)) <= HEARTBEAT_TTL
     assert asyncio.run(_search_embedded_vectors(tmp_path)) == [stored_id]
 
 
