@@ -231,6 +231,13 @@ class _Memories:
         found = [m for m in self._s.memories.values() if m.stage_id == stage_id]
         return [copy.deepcopy(m) for m in sorted(found, key=lambda m: (m.created_at, m.id))]
 
+    async def current_in_slot(self, scope_keys: Sequence[str], slot: str) -> list[Memory]:
+        return [
+            copy.deepcopy(m)
+            for m in self._s.memories.values()
+            if m.scope_key in scope_keys and m.fact_slot == slot and m.superseded_by is None
+        ]
+
     async def get_by_key(self, scope_key: str, key: str) -> Memory | None:
         for m in self._s.memories.values():
             if m.scope_key == scope_key and m.key == key:

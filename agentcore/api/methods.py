@@ -135,6 +135,7 @@ def build_methods(c: Container, discover: Callable[[], dict[str, Any]]) -> dict[
                 current_stage=a.current_stage,
                 scoring_weights=a.scoring_weights,
                 order_by=a.order_by,
+                as_of=a.as_of,
             )
         )
         return schemas.SearchResult(

@@ -138,6 +138,11 @@ class SearchParams(ScopeParams):
     order_by: Literal["score", "precedence"] = Field(
         "score", description="precedence: most specific scope first, then score"
     )
+    as_of: Timestamp | None = Field(
+        None,
+        description="search memory as it was then: only memories created by then, and a "
+        "memory superseded later is still current",
+    )
 
 
 class ClearParams(ScopeParams):

@@ -43,6 +43,11 @@ class MemoryOut(BaseModel):
     promoted_from_id: str | None
     compacted_from_ids: list[str]
     created_in_session_id: str | None
+    # Knowledge that updates: the attribute slot it fills ("user|home"), when a newer memory
+    # of the scope superseded it, and which.
+    fact_slot: str | None
+    valid_to: datetime | None
+    superseded_by: str | None
 
     @classmethod
     def of(cls, m: Memory) -> MemoryOut:
@@ -69,6 +74,9 @@ class MemoryOut(BaseModel):
             promoted_from_id=m.promoted_from_id,
             compacted_from_ids=m.compacted_from_ids,
             created_in_session_id=m.created_in_session_id,
+            fact_slot=m.fact_slot,
+            valid_to=m.valid_to,
+            superseded_by=m.superseded_by,
         )
 
 
@@ -105,7 +113,11 @@ class SearchHit(BaseModel):
     layer: str
     scope: str
     contradicts: list[str]  # ids of other results this one contradicts
-    superseded_by: str | None  # the contradicting result preferred over this one (ranked first)
+    # The newer memory that supersedes this one (it fills the same slot with another value), or
+    # the contradicting result preferred over it: that one is ranked first.
+    superseded_by: str | None
+    # Ranked first as the current value of the slot the query asked about ("user|home").
+    current_for: str | None
 
     @classmethod
     def of(cls, s: ScoredMemory) -> SearchHit:
@@ -118,6 +130,7 @@ class SearchHit(BaseModel):
             scope=s.memory.scope_level.value,
             contradicts=list(s.contradicts),
             superseded_by=s.superseded_by,
+            current_for=s.current_for,
         )
 
 

@@ -118,6 +118,16 @@ class Memory:
     flagged: bool = False  # the caller marked it critical (not only its content)
     sensitive: bool = False  # the caller marked it sensitive: never promoted
     compacted_into_id: str | None = None  # compacted: out of search and lists, read by id
+    # Knowledge that updates (``agentcore.domain.updates``): the attribute slot the memory
+    # fills and its value; a newer memory of the scope with another value supersedes it.
+    fact_slot: str | None = None
+    fact_value: str | None = None
+    valid_to: datetime | None = None  # when a newer memory superseded it
+    superseded_by: str | None = None
+
+    def current_at(self, when: datetime) -> bool:
+        """Not yet superseded at ``when``."""
+        return self.valid_to is None or self.valid_to > when
 
     @property
     def private(self) -> bool:

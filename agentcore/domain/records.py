@@ -12,8 +12,10 @@ from agentcore.domain.errors import ContentTooLong, InvalidLayer, InvalidParams
 from agentcore.domain.importance import score_importance
 from agentcore.domain.models import Layer, Memory, ScopeIds, ScopeLevel, new_id
 from agentcore.domain.scopes import owning_level
+from agentcore.domain.updates import Statement, statement_of
 
 STORED_LAYERS = (Layer.EPISODIC, Layer.SEMANTIC, Layer.PROCEDURAL)
+FACT_LAYERS = (Layer.EPISODIC, Layer.SEMANTIC)  # what a user or agent states: may update
 DEFAULT_LAYER = Layer.EPISODIC
 
 
@@ -84,6 +86,7 @@ class NewMemory:
     promoted_from_id: str | None = None
     created_in_session_id: str | None = None  # default: the scope's session
     created_at: datetime | None = None  # an imported memory keeps its time; default: now
+    statement: Statement | None = None  # the slot it fills, when an extractor named it
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,9 +135,13 @@ def build_memory(
         if new.importance is None
         else _importance(new.importance)
     )
+    content = check_content(new.content, max_length)
+    statement = new.statement or (
+        statement_of(content, _speaker(new.metadata)) if layer in FACT_LAYERS else None
+    )
     return Memory(
         id=new.id or new_id(),
-        content=check_content(new.content, max_length),
+        content=content,
         layer=layer,
         scope_level=level,
         scope=new.scope,
@@ -155,7 +162,14 @@ def build_memory(
         created_in_session_id=new.created_in_session_id or new.scope.session_id,
         embedding_model=embedding_model,
         sensitive=new.sensitive,
+        fact_slot=None if statement is None else statement.slot,
+        fact_value=None if statement is None else statement.value,
     )
+
+
+def _speaker(metadata: Mapping[str, Any]) -> str | None:
+    speaker = metadata.get("speaker")
+    return speaker if isinstance(speaker, str) and speaker.strip() else None
 
 
 def apply_changes(

@@ -35,6 +35,8 @@ from agentcore.services.retrieval import (
 )
 from agentcore.services.vector_sync import DELETE, UPSERT, VectorSync, to_point
 
+SUPERSESSION = "supersession"  # the actor of the history event that marks a memory superseded
+
 
 @dataclass(frozen=True, slots=True)
 class ListRequest:
@@ -135,6 +137,7 @@ class MemoryManager:
         async with self._uow_factory() as uow:
             entries = []
             for memory, vector in zip(memories, vectors, strict=True):
+                await self._supersede(uow, memory)
                 await uow.memories.add(memory)
                 await self._record(uow, memory, EventKind.ADD, None, _snapshot(memory))
                 entries.append((await uow.outbox.add(memory.id, UPSERT), to_point(memory, vector)))
@@ -250,6 +253,7 @@ class MemoryManager:
         vector = (await self._embedder.embed([memory.content]))[0]
         upserts, deletes = [], []
         async with self._uow_factory() as uow:
+            await self._supersede(uow, memory)
             await uow.memories.add(memory)
             origin = {"from": [s.id for s in sources]}
             await self._record(uow, memory, kind, origin, _snapshot(memory))
@@ -361,6 +365,26 @@ class MemoryManager:
         if not events or events[0].scope_key not in keys:
             raise MemoryNotFound(f"no memory {memory_id} in the given scope")
         return events
+
+    async def _supersede(self, uow: UnitOfWork, memory: Memory) -> None:
+        """Before ``memory`` is stored: the current memories of its scope that fill its slot
+        with another value are superseded by it (``valid_to`` its creation, in their history
+        by the actor ``supersession``); one created after it (an import of older memories)
+        supersedes it instead. A restatement of the same value supersedes nothing."""
+        if memory.fact_slot is None:
+            return
+        for other in await uow.memories.current_in_slot([memory.scope_key], memory.fact_slot):
+            if other.id == memory.id or other.fact_value == memory.fact_value:
+                continue
+            if other.created_at > memory.created_at:
+                if memory.superseded_by is None:
+                    memory.valid_to, memory.superseded_by = other.created_at, other.id
+                continue
+            other.valid_to, other.superseded_by = memory.created_at, memory.id
+            await uow.memories.update(other)
+            after = {"valid_to": other.valid_to, "superseded_by": memory.id}
+            before = {"valid_to": None, "superseded_by": None}
+            await self._record(uow, other, EventKind.UPDATE, before, after, actor=SUPERSESSION)
 
     async def _visible(self, uow: UnitOfWork, memory_id: str, scope: ScopeIds) -> Memory:
         """The memory if the caller's scope ids make it visible; otherwise not found (no leak)."""

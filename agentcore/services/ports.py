@@ -205,6 +205,10 @@ class MemoryRepository(Protocol):
         """Every memory linked to the stage, oldest first (whatever its scope)."""
         ...
 
+    async def current_in_slot(self, scope_keys: Sequence[str], slot: str) -> list[Memory]:
+        """The memories of these scopes that fill ``slot`` and are not superseded."""
+        ...
+
     async def add_accesses(self, accesses: Mapping[str, Access]) -> None:
         """Add each access count to access_count and set last_accessed_at to its time
         (unknown ids are ignored)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Protocol
 
 from agentcore.domain.clock import Clock
@@ -29,6 +30,7 @@ from agentcore.domain.scoring import (
     factors,
     parse_current_stage,
 )
+from agentcore.domain.updates import asked_slot
 from agentcore.services.access import AccessRecorder
 from agentcore.services.candidates import CandidateGenerator, Fusion, LexicalIndex
 from agentcore.services.ports import Embedder, UnitOfWorkFactory, VectorFilter, VectorStore
@@ -54,6 +56,7 @@ class SearchQuery:
     scoring_weights: Mapping[str, float] | None = None  # full or partial (domain.scoring)
     order_by: str = "score"  # or "precedence": most specific scope first, then score
     dense_only: bool = False  # relevance = cosine alone (near-duplicate checks)
+    as_of: datetime | None = None  # memory as it was then (knowledge updates)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +67,7 @@ class ScoredMemory:
     factors: dict[str, float] = field(default_factory=dict)
     contradicts: tuple[str, ...] = ()  # ids of other results this one contradicts
     superseded_by: str | None = None  # the contradicting result preferred over this one
+    current_for: str | None = None  # ranked first as the current value of this slot
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +95,7 @@ class ErrorCorrectionSource(Protocol):
 ORDERS = ("score", "precedence")
 _PRIMED_PER_TURN = 8  # texts read per turn of the event loop after a write (~0.2 ms each)
 _STAGE_CACHE = 10_000  # stage id → type entries kept (a stage never changes type)
+_UPDATE_HOPS = 8  # updates followed from a superseded result to the current value
 
 
 class EnhancedRetrieval:
@@ -141,15 +146,16 @@ class EnhancedRetrieval:
             metadata=q.metadata or None,
             alive_at=now.timestamp(),
         )
-        candidates, correction = await asyncio.gather(
+        candidates, correction, answers = await asyncio.gather(
             self._candidates.generate(
                 q.query, flt, q.limit + _SLACK, q.threshold, now, dense_only=q.dense_only
             ),
             self._error_correction(q),
+            self._current_answers(q, keys, layers),
         )
         ctx = ScoreContext(now, weights, self._half_life, current_stage)
         return SearchOutcome(
-            results=await self._rank(q, candidates, ctx, correction),
+            results=await self._rank(q, candidates, ctx, correction, answers),
             searched_layers=layers,
             searched_scopes=[key.split(":", 1)[0] for key in keys],
             weights=weights.as_dict(),
@@ -174,9 +180,13 @@ class EnhancedRetrieval:
         candidates: list[tuple[Memory, float]],
         ctx: ScoreContext,
         correction: ErrorCorrection | None,
+        answers: Sequence[Memory] = (),
     ) -> list[ScoredMemory]:
-        """The top ``q.limit`` candidates (memory, relevance in [0, 1]) by score, contradictions
-        flagged, in the requested order; their accesses are noted."""
+        """The top ``q.limit`` candidates (memory, relevance in [0, 1]) by score, each current
+        value before the memories it superseded, contradictions flagged, in the requested
+        order; their accesses are noted."""
+        if q.as_of is not None:
+            candidates = [(m, r) for m, r in candidates if m.created_at <= q.as_of]
         memories = [memory for memory, _ in candidates]
         if ctx.current_stage is not None:
             ctx = replace(ctx, stage_types=await self._stage_types_of(memories))
@@ -192,10 +202,61 @@ class EnhancedRetrieval:
         top = scored[: q.limit]
         if q.order_by == "precedence":  # chosen by score, shown most specific scope first
             top.sort(key=lambda s: (s.memory.scope_level.precedence, -s.score))
-        top = _flag_contradictions(top)
+        top = await self._current_first(top, ctx, q.as_of or ctx.now)
+        top = _answers_first(top, answers, ctx, q.as_of or ctx.now)
+        top = _flag_contradictions(top)[: q.limit]
         if self._access is not None:
             self._access.note([s.memory.id for s in top], ctx.now)
         return top
+
+    async def _current_answers(
+        self, q: SearchQuery, keys: Sequence[str], layers: Sequence[Layer]
+    ) -> list[Memory]:
+        """The memories that fill the slot the query asks the current value of ("where does
+        the user live now?": ``user|home``), when it asks one and filters nothing they could
+        fail (tags, metadata, a stage)."""
+        slot = asked_slot(q.query)
+        if slot is None or q.tags or q.metadata or q.stage_id is not None or q.dense_only:
+            return []
+        async with self._uow_factory(read_only=True) as uow:
+            found = await uow.memories.current_in_slot(keys, slot)
+        return [m for m in found if m.layer in layers]
+
+    async def _current_first(
+        self, top: list[ScoredMemory], ctx: ScoreContext, when: datetime
+    ) -> list[ScoredMemory]:
+        """A result superseded by ``when`` goes right after the current value of its slot
+        (the end of its chain of updates), which takes its place in the ranking, whether it
+        ranked lower or not at all: a question the old value answered is answered by the new
+        one."""
+        stale = [s for s in top if not s.memory.current_at(when)]
+        if not stale:
+            return top
+        known = {s.memory.id: s.memory for s in top}
+        wanted = {s.memory.superseded_by for s in stale} - known.keys()
+        for _ in range(_UPDATE_HOPS):
+            wanted.discard(None)
+            if not wanted:
+                break
+            async with self._uow_factory(read_only=True) as uow:
+                found = await uow.memories.get_many([w for w in wanted if w is not None])
+            known.update((m.id, m) for m in found)
+            wanted = {m.superseded_by for m in found if not m.current_at(when)} - known.keys()
+        ranked = {s.memory.id: s for s in top}
+        out: list[ScoredMemory] = []
+        placed: set[str] = set()
+        for s in top:
+            if s.memory.id in placed:
+                continue  # a current value already moved up to the place of an old one
+            current = _current_of(s.memory, known, when, ctx.now)
+            if current is not None:
+                s = replace(s, superseded_by=current.id)
+                if current.id not in placed:
+                    placed.add(current.id)
+                    out.append(_in_place_of(s, ranked.get(current.id), current, ctx))
+            placed.add(s.memory.id)
+            out.append(s)
+        return out
 
     async def _stage_types_of(self, memories: Sequence[Memory]) -> dict[str, StageType]:
         """The stage type of every stage the memories were written in (cached: it never
@@ -233,6 +294,68 @@ def prime_ranking_soon(contents: Sequence[str]) -> None:
         loop.call_soon(step, 0)
 
 
+def _answers_first(
+    top: list[ScoredMemory], answers: Sequence[Memory], ctx: ScoreContext, when: datetime
+) -> list[ScoredMemory]:
+    """The current values of the slot the query asked about, newest first, ahead of the
+    ranking (each with its own factors; one that was not a candidate gets the best
+    candidate's relevance), then the rest of the ranking."""
+    live = [
+        m
+        for m in answers
+        if m.created_at <= when
+        and m.current_at(when)
+        and not m.is_expired(ctx.now)
+        and m.compacted_into_id is None
+    ]
+    if not live:
+        return top
+    live.sort(key=lambda m: m.created_at, reverse=True)
+    ranked = {s.memory.id: s for s in top}
+    best = max((s.score for s in top), default=0.0)
+    relevance = max((s.factors.get("similarity", 0.0) for s in top), default=0.0)
+    first = []
+    for memory in live:
+        found = ranked.get(memory.id)
+        if found is None:
+            values = factors(memory, relevance, ctx)
+            found = ScoredMemory(memory, combine(values, ctx.weights), values["similarity"], values)
+        first.append(replace(found, score=max(found.score, best), current_for=memory.fact_slot))
+    placed = {s.memory.id for s in first}
+    return first + [s for s in top if s.memory.id not in placed]
+
+
+def _in_place_of(
+    old: ScoredMemory, ranked: ScoredMemory | None, current: Memory, ctx: ScoreContext
+) -> ScoredMemory:
+    """The current value ranked where ``old`` was: its own factors (with the relevance of the
+    old value when it was not a candidate itself), at least the old value's score."""
+    if ranked is None:
+        values = factors(current, old.factors["similarity"], ctx)
+        ranked = ScoredMemory(current, combine(values, ctx.weights), values["similarity"], values)
+    return replace(ranked, score=max(ranked.score, old.score))
+
+
+def _current_of(
+    memory: Memory, known: Mapping[str, Memory], when: datetime, now: datetime
+) -> Memory | None:
+    """The current memory of ``memory``'s chain of updates at ``when``, if it is not
+    ``memory`` itself and still readable (not deleted, expired or compacted away)."""
+    seen = {memory.id}
+    current = memory
+    while not current.current_at(when):
+        successor = known.get(current.superseded_by or "")
+        if successor is None:
+            break
+        current = successor
+        if current.id in seen:
+            return None
+        seen.add(current.id)
+    if current is memory or current.is_expired(now) or current.compacted_into_id is not None:
+        return None
+    return current
+
+
 def _flag_contradictions(results: list[ScoredMemory]) -> list[ScoredMemory]:
     """Mark results that contradict each other; a superseded one goes right after the result
     preferred over it."""
@@ -243,7 +366,7 @@ def _flag_contradictions(results: list[ScoredMemory]) -> list[ScoredMemory]:
         replace(
             s,
             contradicts=tuple(resolution.contradicts.get(s.memory.id, ())),
-            superseded_by=resolution.superseded_by.get(s.memory.id),
+            superseded_by=s.superseded_by or resolution.superseded_by.get(s.memory.id),
         )
         for s in results
     ]

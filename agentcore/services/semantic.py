@@ -22,6 +22,7 @@ from agentcore.domain.errors import InvalidParams, MemoryNotFound
 from agentcore.domain.models import Layer, Memory, ScopeIds
 from agentcore.domain.records import MemoryChanges, NewMemory
 from agentcore.domain.scopes import visible_scope_keys
+from agentcore.domain.updates import Statement
 from agentcore.domain.usage import TokenUsage
 from agentcore.services.memory_manager import MemoryManager
 from agentcore.services.ports import ListQuery, UnitOfWorkFactory
@@ -59,6 +60,7 @@ class ExtractedFact:
     importance: float
     critical: bool
     source_ids: tuple[str, ...]
+    statement: Statement | None = None  # the slot it fills, when the extractor named it
 
     def __post_init__(self) -> None:
         if not self.content.strip():
@@ -213,6 +215,7 @@ class SemanticMemoryService:
                     importance=fact.importance,
                     source=EXTRACTION_SOURCE,
                     sensitive=private,
+                    statement=fact.statement,
                 )
             )
         else:

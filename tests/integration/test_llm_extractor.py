@@ -3,18 +3,26 @@ loopback) that answers /v1/chat/completions with scripted replies."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import openai
 import pytest
 
+from agentcore.adapters.db.migrate import upgrade
 from agentcore.adapters.extractors.llm import LLMFactExtractor
+from agentcore.bootstrap import build_container
+from agentcore.config import Settings
 from agentcore.domain.errors import AgentCoreError, ProviderError, RateLimited, Unauthorized
+from agentcore.domain.models import ScopeIds
+from agentcore.domain.records import NewMemory
 from agentcore.domain.usage import TokenUsage
+from agentcore.services.retrieval import SearchQuery
 from agentcore.services.semantic import (
     ExtractedFact,
     Extraction,
@@ -22,6 +30,7 @@ from agentcore.services.semantic import (
     FactExtractor,
     SourceText,
 )
+from tests.fakes import FakeEmbedder, FakeVectorStore
 from tests.openai_chat_stub import API_KEY, FakeOpenAI, Reply, chat_server
 
 TEXTS = [
@@ -191,3 +200,49 @@ async def test_an_unreachable_server_is_a_provider_error() -> None:
     with pytest.raises(ProviderError, match="reach"):
         await LLMFactExtractor(client).extract(TEXTS)
     await client.close()
+
+
+def _slotted(content: str, value: str) -> Reply:
+    fact = {
+        "content": content,
+        "category": "fact",
+        "importance": 0.6,
+        "critical": False,
+        "source_ids": ["m1"],
+        "slot": {"subject": "Caroline", "attribute": "Home", "value": value},
+    }
+    return Reply(content=json.dumps({"facts": [fact]}))
+
+
+async def test_a_slot_the_model_names_makes_its_facts_update(
+    fake: FakeOpenAI, tmp_path: Path
+) -> None:
+    """The raw turns fill no slot the offline reader knows; the model's slots alone make the
+    newer fact supersede the older one."""
+    fake.script += [
+        _slotted("Caroline lives in Paris", "Paris"),
+        _slotted("Caroline lives in Rome", "Rome"),
+    ]
+    settings = Settings(
+        agentcore_data_dir=tmp_path,
+        fact_extractor="llm",
+        openai_api_key=API_KEY,
+        openai_base_url=fake.url,
+    )
+    await asyncio.to_thread(upgrade, settings.sqlalchemy_url)
+    api = await build_container(settings, embedder=FakeEmbedder(), vectors=FakeVectorStore())
+    scope = ScopeIds(user_id="caroline")
+    try:
+        facts = []
+        for turn in ("Caroline: Paris has been home for years.", "Caroline: Rome is home now!"):
+            raw = await api.memory.add(NewMemory(turn, scope))
+            assert raw.fact_slot is None
+            (fact,) = await api.semantic.extract_from([raw])
+            facts.append(fact)
+        paris, rome = facts
+        assert (rome.fact_slot, rome.fact_value) == ("caroline|home", "rome")
+        assert (await api.memory.get(paris.id, scope)).superseded_by == rome.id
+        found = await api.memory.search(SearchQuery("Where does Caroline live?", scope))
+        assert found.results[0].memory.id == rome.id
+    finally:
+        await api.aclose()

@@ -213,3 +213,19 @@ async def test_all_locomo_turns(locomo: dict[str, SourceText]) -> None:
         assert not fact.critical or fact.category is FactCategory.CONSTRAINT
     categories = {f.category for f in facts}
     assert categories == set(FactCategory)
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("I moved to Munich last month.", "The user moved to Munich in April 2023"),
+        ("I grew up in Ohio.", "The user grew up in Ohio"),
+        ("I was born in Lyon.", "The user was born in Lyon"),
+        ("I relocated to Austin in March.", "The user relocated to Austin in March"),
+        ("I live in Berlin.", "The user lives in Berlin"),
+        ("I study biology at night.", "The user studies biology at night"),
+        ("I teach piano to kids.", "The user teaches piano to kids"),
+    ],
+)
+async def test_the_verb_keeps_its_tense_in_the_third_person(content: str, expected: str) -> None:
+    assert (await _one(content, speaker=None)).content == expected

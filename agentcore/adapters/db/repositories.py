@@ -80,6 +80,10 @@ def memory_values(memory: Memory) -> dict[str, Any]:
         "flagged": memory.flagged,
         "sensitive": memory.sensitive,
         "compacted_into_id": memory.compacted_into_id,
+        "fact_slot": memory.fact_slot,
+        "fact_value": memory.fact_value,
+        "valid_to": memory.valid_to,
+        "superseded_by": memory.superseded_by,
         "importance": memory.importance,
         "access_count": memory.access_count,
         "last_accessed_at": memory.last_accessed_at,
@@ -123,6 +127,10 @@ def memory_from_row(row: Mapping[str, Any]) -> Memory:
         flagged=row["flagged"],
         sensitive=row["sensitive"],
         compacted_into_id=row["compacted_into_id"],
+        fact_slot=row["fact_slot"],
+        fact_value=row["fact_value"],
+        valid_to=row["valid_to"],
+        superseded_by=row["superseded_by"],
     )
 
 
@@ -277,6 +285,14 @@ class SqlMemoryRepository:
             for source, memory in await self._session.execute(stmt):
                 found[source] = memory
         return found
+
+    async def current_in_slot(self, scope_keys: Sequence[str], slot: str) -> list[Memory]:
+        stmt = _select().where(
+            _TABLE.c.scope_key.in_(list(scope_keys)),
+            _TABLE.c.fact_slot == slot,
+            _TABLE.c.superseded_by.is_(None),
+        )
+        return [memory_from_row(row) for row in (await self._session.execute(stmt)).mappings()]
 
     async def in_stage(self, stage_id: str) -> list[Memory]:
         stmt = (

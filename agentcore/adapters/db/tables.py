@@ -38,6 +38,7 @@ BIGINT_PK = BigInteger().with_variant(Integer(), "sqlite")
 UUID_LEN = 36
 ID_LEN = 255  # identifiers supplied by callers (scope ids, stage ids)
 KEY_LEN = 256  # memory keys (the key-value contract allows 256 characters)
+SLOT_LEN = 120  # a fact's slot and value (``agentcore.domain.updates.MAX_SLOT``)
 
 
 class Base(DeclarativeBase):
@@ -85,6 +86,10 @@ class MemoryRow(Base):
     flagged: Mapped[bool] = mapped_column(Boolean, server_default=false())  # 0009
     sensitive: Mapped[bool] = mapped_column(Boolean, server_default=false())  # 0010
     compacted_into_id: Mapped[str | None] = mapped_column(String(UUID_LEN))  # 0010
+    fact_slot: Mapped[str | None] = mapped_column(String(SLOT_LEN))  # 0011
+    fact_value: Mapped[str | None] = mapped_column(String(SLOT_LEN))  # 0011
+    valid_to: Mapped[datetime | None] = mapped_column(UTCDateTime())  # 0011
+    superseded_by: Mapped[str | None] = mapped_column(String(UUID_LEN))  # 0011
     importance: Mapped[float] = mapped_column(Float)
     access_count: Mapped[int] = mapped_column(Integer)
     last_accessed_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
@@ -100,6 +105,13 @@ class MemoryRow(Base):
 
     __table_args__ = (
         Index("ix_memories_keyset", "scope_key", "layer", "created_at", "id"),
+        Index(  # the current memories of a slot (0011)
+            "ix_memories_current_slot",
+            "scope_key",
+            "fact_slot",
+            postgresql_where=text("fact_slot IS NOT NULL AND superseded_by IS NULL"),
+            sqlite_where=text("fact_slot IS NOT NULL AND superseded_by IS NULL"),
+        ),
         Index(
             "uq_memories_scope_key_key",
             "scope_key",

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from agentcore.adapters.json_chat import InvalidReply, ask_json, validated
 from agentcore.adapters.openai_errors import map_openai_error
 from agentcore.domain.errors import AgentCoreError, ProviderError
+from agentcore.domain.updates import Statement, normalize_value, slot_key
 from agentcore.domain.usage import TokenUsage
 from agentcore.services.semantic import (
     ExtractedFact,
@@ -37,7 +38,8 @@ Input: a JSON list of messages, each with "id", "speaker" (who wrote it; may be 
 
 Return a JSON object {"facts": [...]} where each fact is
 {"content": str, "category": "preference"|"constraint"|"fact"|"learning",
- "importance": number 0-1, "critical": bool, "source_ids": [message ids]}.
+ "importance": number 0-1, "critical": bool, "source_ids": [message ids],
+ "slot": {"subject": str, "attribute": str, "value": str} or null}.
 
 Rules:
 - One self-contained statement per fact, in the third person, naming its subject: write \
@@ -52,9 +54,28 @@ required, allergic, cannot); otherwise false.
 - importance: 0.9 for critical constraints, about 0.6 for preferences and stable personal \
 facts, about 0.4 for passing events.
 - source_ids: the ids of the messages the fact comes from (at least one).
+- slot: only for a fact stating an attribute that holds one value at a time and can change \
+(where someone lives, works, their job title, manager, partner, car, diet, team, phone \
+number, a favourite thing, a preference, a tool's version, a deadline); otherwise null. \
+subject: the person's name as in content ("user" for the user), or "*" for a tool's version \
+or a deadline. attribute, one of: home, employer, job title, manager, partner, car, diet, \
+team, address, phone number, email, favorite:<thing> (favorite:color), prefers:<thing> \
+(prefers:seat), version:<tool> (version:python), deadline:<thing> (deadline:report), \
+pet:<kind> (pet:dog), or a short noun. value: the value alone ("Munich", "3.12").
 - Skip greetings, questions, small talk and anything not stated as true. Do not invent.
 - No facts: {"facts": []}.
 """
+
+
+_Short = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=120)]
+
+
+class _SlotOut(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    subject: _Short
+    attribute: _Short
+    value: _Short
 
 
 class _FactOut(BaseModel):
@@ -65,6 +86,7 @@ class _FactOut(BaseModel):
     importance: Annotated[float, Field(ge=0.0, le=1.0)]
     critical: bool
     source_ids: Annotated[list[str], Field(min_length=1)]
+    slot: _SlotOut | None = None
 
 
 class _Reply(BaseModel):
@@ -141,9 +163,16 @@ def _parse(answer: str, ids: dict[str, str]) -> list[ExtractedFact]:
                 importance=fact.importance,
                 critical=fact.critical,
                 source_ids=tuple(dict.fromkeys(ids[i] for i in fact.source_ids)),
+                statement=None if fact.slot is None else _statement(fact.slot),
             )
         )
     return facts
+
+
+def _statement(slot: _SlotOut) -> Statement:
+    """The model's slot, normalized as the offline reader's ("The User" -> "user")."""
+    subject, attribute = slot_key(slot.subject, slot.attribute).split("|", 1)
+    return Statement(subject, attribute, normalize_value(slot.value))
 
 
 def _map_error(exc: openai.OpenAIError) -> AgentCoreError:

@@ -90,8 +90,10 @@ _FIRST_PERSON = re.compile(
 _MAX_WORDS = 25
 _PAST_IRREGULAR = _words(
     "thought knew saw went felt had did was were got made said took expected wanted could "
-    "would should told found gave came kept left heard meant"
+    "would should told found gave came kept left heard meant grew began ran bought met"
 )
+
+_PRESENT_IN_ED = _words("need feed bleed breed speed proceed succeed exceed seed heed shed wed")
 
 
 class RuleBasedFactExtractor:
@@ -265,18 +267,25 @@ def _third(word: str, subject: str) -> str:
 
 
 def _third_person(verb: str) -> str:
+    """The verb group as "she" says it: present tense agrees ("live" -> "lives", "grow up"
+    -> "grows up"), a past tense is already right ("moved", "grew up", "was born")."""
+    head, space, rest = verb.partition(" ")
+    if not head or _looks_past(head):
+        return verb
     irregular = {"have": "has", "do": "does", "go": "goes", "be": "is", "am": "is"}
-    if not verb or verb in irregular:
-        return irregular.get(verb, verb)
-    if re.search(r"(?:s|sh|ch|x|z|o)$", verb):
-        return verb + "es"
-    if re.search(r"[^aeiou]y$", verb):
-        return verb[:-1] + "ies"
-    return verb + "s"
+    if head in irregular:
+        head = irregular[head]
+    elif re.search(r"(?:s|sh|ch|x|z|o)$", head):
+        head += "es"
+    elif re.search(r"[^aeiou]y$", head):
+        head = head[:-1] + "ies"
+    else:
+        head += "s"
+    return head + space + rest
 
 
 def _looks_past(verb: str) -> bool:
-    return verb.endswith("ed") or verb in _PAST_IRREGULAR
+    return (verb.endswith("ed") and verb not in _PRESENT_IN_ED) or verb in _PAST_IRREGULAR
 
 
 def _with_sources(
