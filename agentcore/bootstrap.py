@@ -102,6 +102,7 @@ class Container:
             if self.settings.redis_url is None:  # the in-process store ends with the process
                 await self.working.flush_all()
             await self.access.flush()
+            await self.memory.close()
             await self.vector_sync.flush()
         finally:
             for close in reversed(self.closers):
@@ -226,6 +227,7 @@ async def _build(
         max_batch_size=settings.memory_max_batch_size,
         stages=stages,
         default_ttl=settings.memory_default_ttl,
+        index_wait_seconds=settings.index_wait_seconds,
     )
     probes: dict[str, Probe] = {
         "database": lambda: ping(engine),

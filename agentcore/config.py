@@ -155,6 +155,9 @@ class Settings(BaseSettings):
     # Vector writes that failed are retried every VECTOR_SYNC_INTERVAL seconds; the embedded
     # vector store is flushed to disk every VECTOR_FLUSH_INTERVAL seconds (until then the
     # database's outbox keeps what a machine crash could lose).
+    # A search waits at most this long for the vectors its scopes are owed (write-behind
+    # indexing, services/indexer.py); 0: it never waits (findable by words at once).
+    index_wait_seconds: float = Field(5.0, ge=0)
     vector_sync_interval: float = Field(1.0, gt=0)
     vector_flush_interval: float = Field(30.0, gt=0)
 

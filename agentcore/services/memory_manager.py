@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
@@ -12,13 +13,17 @@ from agentcore.domain.clock import Clock
 from agentcore.domain.errors import InvalidParams, MemoryNotFound
 from agentcore.domain.models import EventKind, Memory, MemoryEvent, ScopeIds, ScopeLevel, new_id
 from agentcore.domain.records import (
+    FACT_LAYERS,
     MemoryChanges,
     NewMemory,
     apply_changes,
     build_memory,
     parse_layer,
+    speaker_of,
 )
 from agentcore.domain.scopes import owning_level, visible_scope_keys
+from agentcore.domain.updates import Known, normalize_value, says_change, updated_slot
+from agentcore.services.indexer import VectorIndexer
 from agentcore.services.ports import (
     Access,
     Embedder,
@@ -33,8 +38,11 @@ from agentcore.services.retrieval import (
     SearchQuery,
     prime_ranking_soon,
 )
-from agentcore.services.vector_sync import DELETE, UPSERT, VectorSync, to_point
+from agentcore.services.vector_sync import DELETE, UPSERT, VectorSync
 
+log = logging.getLogger(__name__)
+
+_KNOWN_SLOTS = 50  # current slotted memories of a scope an update may name
 SUPERSESSION = "supersession"  # the actor of the history event that marks a memory superseded
 
 
@@ -99,10 +107,12 @@ class MemoryManager:
         max_batch_size: int,
         stages: StageResolver | None = None,
         default_ttl: Mapping[ScopeLevel, int] | None = None,
+        index_wait_seconds: float = 5.0,
     ) -> None:
         self._uow_factory = uow_factory
         self._embedder = embedder
         self._sync = vector_sync
+        self._indexer = VectorIndexer(vector_sync, max_wait=index_wait_seconds)
         self._retrieval = retrieval
         self._clock = clock
         self._max_content = max_content_length
@@ -133,16 +143,15 @@ class MemoryManager:
             for memory in memories:
                 if memory.stage_id is None and memory.scope.task_id is not None:
                     memory.stage_id = await self._stages.stage_for(memory.scope.task_id, memory)
-        vectors = await self._embedder.embed([m.content for m in memories])
         async with self._uow_factory() as uow:
             entries = []
-            for memory, vector in zip(memories, vectors, strict=True):
+            for memory in memories:
                 await self._supersede(uow, memory)
                 await uow.memories.add(memory)
                 await self._record(uow, memory, EventKind.ADD, None, _snapshot(memory))
-                entries.append((await uow.outbox.add(memory.id, UPSERT), to_point(memory, vector)))
+                entries.append((await uow.outbox.add(memory.id, UPSERT), memory))
             await uow.commit()
-        await self._sync.upsert(entries)
+        self._indexer.submit(entries)  # write-behind: the vectors follow (services/indexer.py)
         prime_ranking_soon([m.content for m in memories])
         return memories
 
@@ -188,14 +197,13 @@ class MemoryManager:
         updated, before, after = apply_changes(current, changes, now, self._max_content)
         if not after:
             return current
-        vector = (await self._embedder.embed([updated.content]))[0]
         async with self._uow_factory() as uow:
             await self._visible(uow, memory_id, scope)
             await uow.memories.update(updated)
             await self._record(uow, updated, EventKind.UPDATE, before, after)
             entry_id = await uow.outbox.add(updated.id, UPSERT)
             await uow.commit()
-        await self._sync.upsert([(entry_id, to_point(updated, vector))])
+        self._indexer.submit([(entry_id, updated)])
         prime_ranking_soon([updated.content])
         return updated
 
@@ -250,14 +258,13 @@ class MemoryManager:
         caller; one deleted meanwhile makes the whole write ``MemoryNotFound``."""
         model = self._embedder.model_name
         memory = build_memory(new, self._clock(), self._max_content, model, self._default_ttl)
-        vector = (await self._embedder.embed([memory.content]))[0]
         upserts, deletes = [], []
         async with self._uow_factory() as uow:
             await self._supersede(uow, memory)
             await uow.memories.add(memory)
             origin = {"from": [s.id for s in sources]}
             await self._record(uow, memory, kind, origin, _snapshot(memory))
-            upserts.append((await uow.outbox.add(memory.id, UPSERT), to_point(memory, vector)))
+            upserts.append((await uow.outbox.add(memory.id, UPSERT), memory))
             for source in sources:
                 current = await uow.memories.get(source.id)
                 if current is None:
@@ -272,7 +279,7 @@ class MemoryManager:
                 if retire is not Retire.KEEP:
                     deletes.append((await uow.outbox.add(current.id, DELETE), current.id))
             await uow.commit()
-        await self._sync.upsert(upserts)
+        self._indexer.submit(upserts)
         if deletes:
             await self._sync.delete([e for e, _ in deletes], [i for _, i in deletes])
         prime_ranking_soon([memory.content])
@@ -356,6 +363,9 @@ class MemoryManager:
         return Page(page, next_after, total)
 
     async def search(self, query: SearchQuery) -> SearchOutcome:
+        """Ranked memories; a search sees every memory acknowledged before it (by meaning
+        once the indexer has caught up with its scopes: ``VectorIndexer.settle``)."""
+        await self._indexer.settle(visible_scope_keys(query.scope, query.scopes))
         return await self._retrieval.search(query)
 
     async def history(self, memory_id: str, scope: ScopeIds) -> list[MemoryEvent]:
@@ -366,11 +376,24 @@ class MemoryManager:
             raise MemoryNotFound(f"no memory {memory_id} in the given scope")
         return events
 
+    async def indexed(self, seconds: float = 30) -> bool:
+        """Wait until every vector queued so far is written (or handed to the replay)."""
+        return await self._indexer.drain(seconds)
+
+    async def close(self) -> None:
+        """Write the vectors still queued (up to 30 s; what is left is replayed at start)."""
+        if not await self._indexer.drain(30):
+            log.warning(
+                "%d vectors still queued at shutdown: replayed at start", self._indexer.pending
+            )
+
     async def _supersede(self, uow: UnitOfWork, memory: Memory) -> None:
         """Before ``memory`` is stored: the current memories of its scope that fill its slot
         with another value are superseded by it (``valid_to`` its creation, in their history
         by the actor ``supersession``); one created after it (an import of older memories)
         supersedes it instead. A restatement of the same value supersedes nothing."""
+        if memory.fact_slot is None:
+            await self._infer_slot(uow, memory)
         if memory.fact_slot is None:
             return
         for other in await uow.memories.current_in_slot([memory.scope_key], memory.fact_slot):
@@ -385,6 +408,18 @@ class MemoryManager:
             after = {"valid_to": other.valid_to, "superseded_by": memory.id}
             before = {"valid_to": None, "superseded_by": None}
             await self._record(uow, other, EventKind.UPDATE, before, after, actor=SUPERSESSION)
+
+    async def _infer_slot(self, uow: UnitOfWork, memory: Memory) -> None:
+        """A memory that states no slot may still update one by naming its old value
+        (``agentcore.domain.updates.updated_slot``): it then fills that slot with its own
+        text as the value."""
+        if memory.layer not in FACT_LAYERS or not says_change(memory.content):
+            return
+        slotted = await uow.memories.current_slotted(memory.scope_key, _KNOWN_SLOTS)
+        known = [Known(m.id, m.fact_slot, m.fact_value or "") for m in slotted if m.fact_slot]
+        found = updated_slot(memory.content, speaker_of(memory.metadata), known)
+        if found is not None:
+            memory.fact_slot, memory.fact_value = found.slot, normalize_value(memory.content)
 
     async def _visible(self, uow: UnitOfWork, memory_id: str, scope: ScopeIds) -> Memory:
         """The memory if the caller's scope ids make it visible; otherwise not found (no leak)."""

@@ -22,6 +22,7 @@ from agentcore.domain.models import Memory
 from agentcore.services.ports import (
     NEVER_EXPIRES,
     Embedder,
+    OutboxEntry,
     UnitOfWorkFactory,
     VectorPoint,
     Vectors,
@@ -115,6 +116,14 @@ class VectorSync:
             self._applied.difference_update(done)
             return len(done)
 
+    def reserve(self, entry_ids: Sequence[int]) -> None:
+        """Entries another component (the indexer) will apply: ``replay`` leaves them until
+        they are ``release``d."""
+        self._in_flight.update(entry_ids)
+
+    def release(self, entry_ids: Sequence[int]) -> None:
+        self._in_flight.difference_update(entry_ids)
+
     async def replay(
         self, *, failed_only: bool = False, created_before: datetime | None = None
     ) -> int:
@@ -126,10 +135,17 @@ class VectorSync:
             entries = await uow.outbox.pending(
                 self._batch_size, failed_only=failed_only, created_before=created_before
             )
-            entries = [e for e in entries if e.id not in self._applied | self._in_flight]
-            memories = await uow.memories.get_many([e.memory_id for e in entries])
+        entries = [e for e in entries if e.id not in self._applied | self._in_flight]
+        return await self.apply(entries)
+
+    async def apply(self, entries: Sequence[OutboxEntry]) -> int:
+        """Apply queued writes from the database's current state: a memory's vector is
+        embedded from its content as stored now, and a memory deleted or compacted meanwhile
+        loses its vector whatever was queued. Returns how many were applied."""
         if not entries:
             return 0
+        async with self._uow_factory(read_only=True) as uow:
+            memories = await uow.memories.get_many(list({e.memory_id for e in entries}))
         by_id = {memory.id: memory for memory in memories}
         # A compacted memory has left search: its vector goes whatever was queued for it.
         gone = {i for i, memory in by_id.items() if memory.compacted_into_id is not None}
@@ -147,7 +163,7 @@ class VectorSync:
                 texts = [by_id[e.memory_id].content for e in to_upsert]
                 vectors = await self._embedder.embed(texts)
             except AgentCoreError as exc:
-                log.warning("re-embedding for vector replay failed: %s", exc.message)
+                log.warning("embedding for the vector index failed: %s", exc.message)
                 await self._mark_failed([e.id for e in to_upsert])
                 return applied
             points = [

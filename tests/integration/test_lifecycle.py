@@ -16,6 +16,7 @@ SCOPE = ScopeIds(user_id="sweep-user")
 async def test_the_sweeper_deletes_expired_rows_and_vectors(stack: Container) -> None:
     brief = await stack.memory.add(NewMemory("The door code is 4711.", SCOPE, ttl_seconds=1))
     kept = await stack.memory.add(NewMemory("The office closes at six.", SCOPE))
+    await stack.memory.indexed()
     filt = VectorFilter(scope_keys=["user:sweep-user"])
     assert await stack.vectors.count(filt) == 2
     await asyncio.sleep(1.1)

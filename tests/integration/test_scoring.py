@@ -80,6 +80,7 @@ async def test_search_accesses_reach_the_database_after_a_flush(stack: Container
         access=access,
     )
     stored = await stack.memory.add(NewMemory("Melanie painted a sunrise over the lake", ALICE))
+    await stack.memory.indexed()  # this retrieval reads the vectors directly
     for _ in range(3):
         found = await retrieval.search(SearchQuery("What did Melanie paint?", ALICE, limit=1))
         assert found.results[0].memory.id == stored.id

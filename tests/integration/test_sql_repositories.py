@@ -510,7 +510,7 @@ async def test_upgrade_twice_is_a_no_op(uows: SqlUnitOfWorkFactory, database_url
             versions = (await conn.execute(text("SELECT version_num FROM alembic_version"))).all()
     finally:
         await engine.dispose()
-    assert [row[0] for row in versions] == ["0010"]
+    assert [row[0] for row in versions] == ["0011"]
 
 
 async def test_metadata_filter_matches_value_and_type(uows: SqlUnitOfWorkFactory) -> None:

@@ -166,6 +166,7 @@ async def test_a_lexical_only_candidate_is_scored_by_its_own_cosine(services: Se
         + [NewMemory("Zanzibar trip " + " ".join(f"detail{i}" for i in range(30)), alice)]
     )
     zanzibar = stored[-1]
+    await services.memory.indexed()
     generator = CandidateGenerator(
         services.store,
         services.vectors,

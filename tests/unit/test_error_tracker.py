@@ -333,11 +333,26 @@ async def test_an_explicit_completed_stage_of_the_task_is_kept(env: Env) -> None
     assert (out.record.stage_id, out.record.stage_type) == (planning.id, StageType.PLANNING)
 
 
-async def test_a_failed_memory_write_undoes_the_record(env: Env) -> None:
-    env.embedder.fail = True
-    with pytest.raises(EmbeddingFailed):
+async def test_a_failed_memory_write_undoes_the_record(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def refused(*_: object) -> None:
+        raise InvalidState("the store refused the write")
+
+    monkeypatch.setattr(env.memory, "add_batch", refused)
+    with pytest.raises(InvalidState, match="refused"):
         await env.tracker.record(error())
     assert env.errors.state.errors == {}
+
+
+async def test_an_embedding_outage_does_not_lose_the_record(env: Env) -> None:
+    """Vectors are written behind the memory: the record and its memory are stored, the
+    vector stays owed in the outbox until the embedder is back."""
+    env.embedder.fail = True
+    recorded = await env.tracker.record(error())
+    assert recorded.record.id in env.errors.state.errors
+    await env.memory.indexed()
+    assert len(env.store.state.outbox) == len(env.store.state.memories) > 0
 
 
 @pytest.mark.parametrize(

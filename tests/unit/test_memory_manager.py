@@ -76,6 +76,7 @@ async def test_a_batch_is_all_or_nothing(services: Services) -> None:
         await services.memory.add_batch(items)
     assert services.store.state.memories == {}
     stored = await services.memory.add_batch([NewMemory("one", ALICE), NewMemory("two", BOB)])
+    await services.memory.indexed()
     assert len(services.vectors.points) == 2
     assert {m.scope_key for m in stored} == {"user:alice", "user:bob"}
     with pytest.raises(InvalidParams):
@@ -149,6 +150,7 @@ async def test_clear_touches_one_layer_of_one_scope(services: Services) -> None:
     fact = await m.add(NewMemory("fact", ALICE, layer="semantic"))
     in_session = await m.add(NewMemory("session episode", both, scope_level="session"))
     other = await m.add(NewMemory("bob episode", BOB))
+    await m.indexed()
     assert await m.clear("episodic", ALICE, None) == 1
     left = set(services.store.state.memories)
     assert left == {fact.id, in_session.id, other.id}
@@ -196,6 +198,7 @@ async def test_search_filters(services: Services) -> None:
 async def test_a_failed_vector_write_is_replayed_not_lost(services: Services) -> None:
     services.vectors.failing = True
     stored = await services.memory.add(NewMemory("written while the vector store was down", ALICE))
+    await services.memory.indexed()
     assert stored.id in services.store.state.memories
     assert services.vectors.points == {}
     assert await services.sync.replay() == 0  # still down: stays queued
@@ -211,6 +214,7 @@ async def test_a_failed_vector_write_is_replayed_not_lost(services: Services) ->
 
 async def test_outbox_rows_stay_until_the_vector_store_flushed(services: Services) -> None:
     await services.memory.add(NewMemory("durable", ALICE))
+    await services.memory.indexed()
     assert len(services.store.state.outbox) == 1  # applied, not yet durable
     assert services.vectors.durable == {}
     await services.sync.flush()

@@ -1,0 +1,94 @@
+"""Write-behind vectors: a memory is acknowledged once it is committed, not once it is embedded.
+
+``memory.add`` commits the memory, its lexical document and an outbox entry in one transaction
+and replies; the memory is durable and findable by its words at once. The indexer then embeds
+and writes its vector in the background. Entries queued while an embedding runs are embedded
+together in the next call (one onnxruntime call for the writes that arrived together, up to
+``batch_size``), so concurrent writers share the embedder's work.
+
+Reads stay consistent: a search first waits (``settle``) until the vectors of its scopes that
+were owed when it arrived are written, up to ``max_wait`` seconds; past that it goes on with
+what is indexed (lexical matches included). A vector the indexer could not write stays in the
+outbox and is replayed by ``VectorSync`` (failed entries every interval, and every entry after
+a crash), as before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Collection, Sequence
+
+from agentcore.domain.models import Memory
+from agentcore.services.ports import OutboxEntry
+from agentcore.services.vector_sync import UPSERT, VectorSync
+
+log = logging.getLogger(__name__)
+
+
+class VectorIndexer:
+    def __init__(self, sync: VectorSync, *, batch_size: int = 64, max_wait: float = 5.0) -> None:
+        self._sync = sync
+        self._batch_size = batch_size
+        self._max_wait = max_wait
+        self._queue: deque[tuple[int, OutboxEntry]] = deque()  # (sequence number, entry)
+        self._last_of_scope: dict[str, int] = {}  # scope key -> its newest sequence number
+        self._submitted = 0
+        self._done = 0  # every sequence number up to this one is indexed (or handed back)
+        self._changed = asyncio.Condition()
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def pending(self) -> int:
+        return self._submitted - self._done
+
+    def submit(self, entries: Sequence[tuple[int, Memory]]) -> None:
+        """Queue the vector writes of committed memories (outbox entry id, memory)."""
+        if not entries:
+            return
+        for entry_id, memory in entries:
+            self._submitted += 1
+            self._queue.append((self._submitted, OutboxEntry(entry_id, memory.id, UPSERT, 0)))
+            self._last_of_scope[memory.scope_key] = self._submitted
+        self._sync.reserve([entry_id for entry_id, _ in entries])
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._run(), name="indexer")
+
+    async def settle(self, scope_keys: Collection[str]) -> bool:
+        """Wait until the vectors of these scopes owed now are written (at most ``max_wait``
+        seconds). True when nothing is owed any more."""
+        target = max((self._last_of_scope.get(key, 0) for key in scope_keys), default=0)
+        return await self._wait_for(target, self._max_wait)
+
+    async def drain(self, seconds: float) -> bool:
+        """Wait until everything queued now is written (at shutdown); True if it was."""
+        return await self._wait_for(self._submitted, seconds)
+
+    async def _wait_for(self, target: int, seconds: float) -> bool:
+        if self._done >= target:
+            return True
+        try:
+            async with self._changed:
+                await asyncio.wait_for(
+                    self._changed.wait_for(lambda: self._done >= target), seconds
+                )
+        except TimeoutError:
+            return False
+        return True
+
+    async def _run(self) -> None:
+        while self._queue:
+            batch = [self._queue.popleft() for _ in range(min(self._batch_size, len(self._queue)))]
+            entries = [entry for _, entry in batch]
+            try:
+                await self._sync.apply(entries)
+            except Exception:  # the entries stay in the outbox: replayed by VectorSync
+                log.exception("indexing %d vectors failed; they will be replayed", len(batch))
+            finally:
+                self._sync.release([entry.id for entry in entries])
+            async with self._changed:
+                self._done = batch[-1][0]
+                if not self._queue:
+                    self._last_of_scope.clear()
+                self._changed.notify_all()

@@ -1,0 +1,132 @@
+"""Write-behind vectors (``agentcore.services.indexer``): a write is acknowledged once it is
+committed, its vector follows, writes that arrive together are embedded together, and a
+search sees every write acknowledged before it."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+import pytest
+
+from agentcore.domain.errors import EmbeddingFailed
+from agentcore.domain.models import ScopeIds
+from agentcore.domain.records import NewMemory
+from agentcore.services.memory_manager import MemoryManager
+from agentcore.services.ports import Vectors
+from agentcore.services.retrieval import EnhancedRetrieval, SearchQuery
+from agentcore.services.vector_sync import VectorSync
+from tests.fakes import FakeEmbedder, FakeStore, FakeVectorStore
+from tests.unit.conftest import FakeClock
+
+ALICE, BOB = ScopeIds(user_id="alice"), ScopeIds(user_id="bob")
+
+
+class GatedEmbedder(FakeEmbedder):
+    """Embeds only while ``open`` is set; counts the texts of each call; fails on demand."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.open = asyncio.Event()
+        self.open.set()
+        self.batches: list[int] = []
+        self.fail = False
+
+    async def embed(self, texts: Sequence[str]) -> Vectors:
+        await self.open.wait()
+        if self.fail:
+            raise EmbeddingFailed("the embedder is down")
+        self.batches.append(len(texts))
+        return await super().embed(texts)
+
+    async def embed_query(self, text: str) -> Vectors:
+        vector: Vectors = (await FakeEmbedder.embed(self, [text]))[0]  # no wait on the gate
+        return vector
+
+
+class Rig:
+    def __init__(self, index_wait: float = 5.0) -> None:
+        self.store, self.vectors, self.embedder = FakeStore(), FakeVectorStore(), GatedEmbedder()
+        clock = FakeClock()
+        self.sync = VectorSync(self.store, self.vectors, self.embedder, clock)
+        retrieval = EnhancedRetrieval(self.store, self.vectors, self.embedder, clock, 200)
+        self.memory = MemoryManager(
+            self.store, self.embedder, self.sync, retrieval, clock, 500, 100,
+            index_wait_seconds=index_wait,
+        )  # fmt: skip
+
+
+async def test_a_write_is_acknowledged_before_its_vector_is_written() -> None:
+    rig = Rig()
+    stored = await rig.memory.add(NewMemory("The staging cluster runs in Frankfurt", ALICE))
+    assert stored.id in rig.store.state.memories  # committed
+    assert rig.vectors.points == {}  # its vector follows
+    found = await rig.memory.search(SearchQuery("where does staging run", ALICE))
+    assert found.results[0].memory.id == stored.id  # the search waited for it
+    assert set(rig.vectors.points) == {stored.id}
+
+
+async def test_writes_that_arrive_together_are_embedded_together() -> None:
+    rig = Rig()
+    rig.embedder.open.clear()  # the first write's embedding is under way...
+    first = asyncio.create_task(rig.memory.add(NewMemory("first note", ALICE)))
+    await asyncio.sleep(0)
+    await first
+    await asyncio.sleep(0)  # ...the indexer is waiting on it
+    await asyncio.gather(*(rig.memory.add(NewMemory(f"note {i}", ALICE)) for i in range(20)))
+    rig.embedder.open.set()
+    assert await rig.memory.indexed()
+    assert rig.embedder.batches == [1, 20]
+    assert len(rig.vectors.points) == 21
+
+
+async def test_a_search_waits_only_for_its_own_scopes() -> None:
+    rig = Rig(index_wait=30)
+    bob = await rig.memory.add(NewMemory("Bob keeps bees on the roof", BOB))
+    assert await rig.memory.indexed()
+    rig.embedder.open.clear()
+    await rig.memory.add(NewMemory("Alice keeps bees too", ALICE))
+    found = await asyncio.wait_for(rig.memory.search(SearchQuery("who keeps bees", BOB)), timeout=5)
+    assert [r.memory.id for r in found.results] == [bob.id]
+    rig.embedder.open.set()
+
+
+async def test_a_search_stops_waiting_after_the_bound() -> None:
+    rig = Rig(index_wait=0.05)
+    rig.embedder.open.clear()
+    await rig.memory.add(NewMemory("Alice keeps bees", ALICE))
+    found = await rig.memory.search(SearchQuery("who keeps bees", ALICE))
+    assert found.results == []  # not indexed yet, and no lexical index in this rig
+    rig.embedder.open.set()
+    assert await rig.memory.indexed()
+
+
+async def test_an_embedder_outage_keeps_the_write_and_owes_its_vector() -> None:
+    rig = Rig()
+    rig.embedder.fail = True
+    stored = await rig.memory.add(NewMemory("written while the embedder was down", ALICE))
+    assert await rig.memory.indexed()
+    assert stored.id in rig.store.state.memories
+    assert rig.vectors.points == {}
+    assert [e.attempts for e in rig.store.state.outbox.values()] == [1]  # failed once
+    rig.embedder.fail = False
+    assert await rig.sync.replay(failed_only=True) == 1
+    assert set(rig.vectors.points) == {stored.id}
+
+
+async def test_a_memory_deleted_before_indexing_gets_no_vector() -> None:
+    rig = Rig()
+    rig.embedder.open.clear()
+    stored = await rig.memory.add(NewMemory("short-lived note", ALICE))
+    assert await rig.memory.delete(stored.id, ALICE)
+    rig.embedder.open.set()
+    assert await rig.memory.indexed()
+    assert rig.vectors.points == {}
+
+
+@pytest.mark.parametrize("wait", [0.0, 5.0])
+async def test_close_writes_what_is_queued(wait: float) -> None:
+    rig = Rig(index_wait=wait)
+    await rig.memory.add_batch([NewMemory(f"note {i}", ALICE) for i in range(5)])
+    await rig.memory.close()
+    assert len(rig.vectors.points) == 5
