@@ -8,7 +8,10 @@ another way, then a question about the current value. A case passes when the new
 ranks first; it is stale when the old one does. Phrasings are combined round-robin, so no
 template pair repeats within an attribute.
 
-    .venv/bin/python benchmarks/knowledge_updates.py [--verbose]
+    .venv/bin/python benchmarks/knowledge_updates.py [--verbose] [--cases FILE.json]
+
+``--cases`` reads other cases instead: a JSON list of {attribute, old, new, question,
+distractors}.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
+import json
 import tempfile
 import time
 from dataclasses import dataclass
@@ -349,8 +353,15 @@ async def run_case(container: Container, index: int, case: Case) -> tuple[int, i
     return new_rank, old_rank
 
 
-async def main(verbose: bool) -> None:
-    all_cases = cases()
+def read_cases(path: Path) -> list[Case]:
+    return [
+        Case(c["attribute"], c["old"], c["new"], c["question"], tuple(c["distractors"]))
+        for c in json.loads(path.read_text(encoding="utf-8"))
+    ]
+
+
+async def main(verbose: bool, path: Path | None) -> None:
+    all_cases = cases() if path is None else read_cases(path)
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(agentcore_data_dir=Path(tmp))
         await asyncio.to_thread(upgrade, settings.sqlalchemy_url)
@@ -368,7 +379,7 @@ async def main(verbose: bool) -> None:
             print(f"  miss [{case.attribute}] new@{rank[0]} old@{rank[1]}: {case.new!r}")
     current = sum(1 for new, _ in ranks if new == 1)
     stale = sum(1 for _, old in ranks if old == 1)
-    print(f"{len(all_cases)} update pairs, {len(ATTRIBUTES)} attributes, {seconds:.1f} s")
+    print(f"{len(all_cases)} update pairs, {len(by_attribute)} attributes, {seconds:.1f} s")
     print(f"current value at rank 1: {current}/{len(all_cases)} = {current / len(all_cases):.1%}")
     print(f"stale value at rank 1:   {stale}/{len(all_cases)} = {stale / len(all_cases):.1%}")
     for name, attribute_ranks in by_attribute.items():
@@ -379,4 +390,6 @@ async def main(verbose: bool) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--verbose", action="store_true", help="print each missed case")
-    asyncio.run(main(parser.parse_args().verbose))
+    parser.add_argument("--cases", type=Path, default=None, help="a JSON file of cases")
+    args = parser.parse_args()
+    asyncio.run(main(args.verbose, args.cases))

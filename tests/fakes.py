@@ -238,6 +238,15 @@ class _Memories:
             if m.scope_key in scope_keys and m.fact_slot == slot and m.superseded_by is None
         ]
 
+    async def current_slotted(self, scope_key: str, limit: int) -> list[Memory]:
+        found = [
+            m
+            for m in self._s.memories.values()
+            if m.scope_key == scope_key and m.fact_slot is not None and m.superseded_by is None
+        ]
+        found.sort(key=lambda m: m.created_at, reverse=True)
+        return [copy.deepcopy(m) for m in found[:limit]]
+
     async def get_by_key(self, scope_key: str, key: str) -> Memory | None:
         for m in self._s.memories.values():
             if m.scope_key == scope_key and m.key == key:

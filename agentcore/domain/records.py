@@ -137,7 +137,7 @@ def build_memory(
     )
     content = check_content(new.content, max_length)
     statement = new.statement or (
-        statement_of(content, _speaker(new.metadata)) if layer in FACT_LAYERS else None
+        statement_of(content, speaker_of(new.metadata)) if layer in FACT_LAYERS else None
     )
     return Memory(
         id=new.id or new_id(),
@@ -167,7 +167,8 @@ def build_memory(
     )
 
 
-def _speaker(metadata: Mapping[str, Any]) -> str | None:
+def speaker_of(metadata: Mapping[str, Any]) -> str | None:
+    """Who "I" is in a memory: ``metadata.speaker`` (a conversation turn's)."""
     speaker = metadata.get("speaker")
     return speaker if isinstance(speaker, str) and speaker.strip() else None
 

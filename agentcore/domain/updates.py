@@ -18,7 +18,7 @@ subject are not an update), and a question, a wish or a plan states no current v
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from agentcore.domain.critical_facts import stem
@@ -72,6 +72,10 @@ _ORG = r"(?P<v>(?:[A-Z0-9][\w&'.-]*|of|and|&|the|de|\s)+?)"
 _PERSON = r"(?P<v>[A-Z][a-z]+(?: [A-Z][a-z]+)?)"
 _END = r"(?=\s*(?:$|[,;.!?]|\s(?:now|again|last|this|next|in|on|since|as of|after|and|but|"
 _END += r"with|because|for|from|starting|effective|back|two|three|a|an|the|as|after)\b))"
+_MONTHS = (
+    r"[Jj]an(?:uary)?|[Ff]eb(?:ruary)?|[Mm]ar(?:ch)?|[Aa]pr(?:il)?|[Mm]ay|[Jj]une?|[Jj]uly?|"
+    r"[Aa]ug(?:ust)?|[Ss]ep(?:t|tember)?|[Oo]ct(?:ober)?|[Nn]ov(?:ember)?|[Dd]ec(?:ember)?"
+)
 _VERSION = r"(?P<v>v?\d+(?:\.\d+)+[a-z0-9-]*|v\d+)"
 _TOOL = r"(?P<t>[A-Za-z][\w+#.-]*(?: [A-Z][\w+#.-]*)?)"
 
@@ -91,18 +95,29 @@ class _Rule:
     pattern: re.Pattern[str]
     attribute: Callable[[re.Match[str]], str]
     ended: bool  # the value no longer holds ("I left Initech": the employer is not Initech)
+    anywhere: bool  # may start mid-sentence (else at its start)
 
 
 def _rule(
-    pattern: str, attribute: str | Callable[[re.Match[str]], str], *, ended: bool = False
+    pattern: str,
+    attribute: str | Callable[[re.Match[str]], str],
+    *,
+    ended: bool = False,
+    anywhere: bool = False,
 ) -> _Rule:
     name = attribute if callable(attribute) else (lambda _m, a=attribute: a)
-    return _Rule(re.compile(pattern), name, ended)
+    return _Rule(re.compile(pattern), name, ended, anywhere)
 
 
 def _group(name: str, prefix: str) -> Callable[[re.Match[str]], str]:
     return lambda m: f"{prefix}:{_head(m.group(name))}"
 
+
+_VERB_ATTRIBUTES = {
+    "live": "home", "living": "home", "drive": "car", "driving": "car", "work": "employer",
+    "working": "employer", "eat": "diet", "eating": "diet", "use": "tool", "using": "tool",
+    "run": "tool", "running": "tool",
+}  # fmt: skip
 
 _LEFT = "(?:left|quit|resigned from|no longer work (?:at|for)|stopped working (?:at|for))"
 _RULES: tuple[_Rule, ...] = (
@@ -239,7 +254,7 @@ _RULES: tuple[_Rule, ...] = (
     ),
     _rule(
         rf"(?P<v>[\w ]{{1,40}}?)\s+{_BE_NOW}(?P<s>my|our|the user's)\s+{_NEW}"
-        r"(?:all[- ]time\s+)?favou?rite\s+(?P<k>[\w ]{1,30})$",
+        r"(?:all[- ]time\s+)?favou?rite\s+(?P<k>[\w ]{1,30}?)(?:\s+(?:now|these days))?$",
         _group("k", "favorite"),
     ),
     _rule(
@@ -250,7 +265,7 @@ _RULES: tuple[_Rule, ...] = (
     ),
     # Versions and deadlines (the subject is the tool or the thing due).
     _rule(
-        rf"(?:{_SUBJECT}{_ADVERB}(?:{_HAVE})?{_ADVERB}(?:use|uses|using|run|runs|running|"
+        rf"(?:{_SUBJECT}{_ADVERB}(?:{_HAVE})?(?:been\s+)?{_ADVERB}(?:use|uses|using|run|runs|running|"
         rf"upgraded|updated|bumped|migrated|moved|switched|pinned|deployed|{_BE}\s+{_ADVERB}on)"
         r"\s+(?:\w+\s+){0,3}?(?:to\s+|on\s+)?)?"
         rf"(?:[Tt]he\s+|[Oo]ur\s+)?{_TOOL}\s+(?:(?:is|was)\s+)?(?:now\s+)?(?:(?:at|on)\s+)?(?:version\s+)?{_VERSION}\b",
@@ -270,9 +285,28 @@ _RULES: tuple[_Rule, ...] = (
         r"(?:on\s+|by\s+)?(?P<v>[\w ,/-]+)",
         lambda m: f"deadline:{_head(m.group('k'))}",
     ),
-    # The generic "my <attribute> is <value>".
+    _rule(  # anywhere after a verb of upgrading: "we bumped Node to 20 for the frontend"
+        r"\b(?i:upgraded|updated|bumped|migrated|moved|switched|pinned|rolled out|deployed)\s+"
+        rf"(?:\w+\s+){{0,3}}?(?:to\s+|on\s+)?(?:the\s+|our\s+)?(?!(?:{_MONTHS})\b)(?P<t>[A-Za-z][\w+#.-]*)\s+"
+        r"(?:to\s+)?(?:version\s+|v)?(?P<v>\d+(?:\.\d+)*(?:-\d+)*)\b",
+        lambda m: f"version:{m.group('t').lower()}",
+        anywhere=True,
+    ),
+    # "Vienna is where I live now", "a BMW i3 is what I'm driving now".
+    _rule(
+        r"(?P<v>[\w .'-]{1,50}?)\s+(?:is|are)\s+(?:what|where|who)\s+(?P<s>I|we)"
+        r"(?:'m|'re|\s+am|\s+are)?\s+(?:now\s+|currently\s+)?(?P<k>live|living|drive|"
+        r"driving|work|working|eat|eating|use|using|run|running)\b",
+        lambda m: _VERB_ATTRIBUTES[m.group("k")],
+    ),
+    # The generic "my <attribute> is <value>", and "<value> is my (new) <attribute> (now)".
     _rule(
         rf"{_POSSESSIVE}\s+{_NEW}(?P<k>[a-z]+(?: [a-z]+){{0,2}}?)\s+{_BE_NOW}{_VALUE}",
+        lambda m: _norm_words(m.group("k")),
+    ),
+    _rule(
+        rf"(?P<v>[^,;]{{1,60}}?)\s+{_BE_NOW}(?P<s>my|our|the user's)\s+{_NEW}"
+        r"(?P<k>[a-z]+(?: [a-z]+){0,2}?)(?:\s+(?:now|these days|nowadays))?$",
         lambda m: _norm_words(m.group("k")),
     ),
 )
@@ -308,9 +342,12 @@ _TRAILING = re.compile(
     r"september|october|november|december|\d{4})|since \w+|recently)$",
     re.IGNORECASE,
 )
-_SENTENCES = re.compile(r"(?<=[.!?;:])\s+|\s*\n+\s*|,\s+(?:and|but|so)\s+")
+_SENTENCES = re.compile(
+    r"(?<=[.!?;:])\s+|\s*\n+\s*|,\s+(?:and|but|so)\s+|\s+[—–-]+\s+|,\s+(?=(?:I|we|We)\b)"
+)
 _LEAD = re.compile(
-    r"^(?:(?:oh|ok|okay|so|well|yes|yeah|hey|hi|anyway|btw|by the way|update|fyi|"
+    r"^(?:(?:oh|ok|okay|so|and|but|now|well|yes|yeah|hey|hi|anyway|btw|by the way|update|fyi|"
+    r"honestly|actually|in fact|fun fact|finally|officially|"
     r"good news|big news|news|quick update|heads up|just so you know|as of \w+|yesterday|"
     r"today|these days|nowadays|lately|so now|since then|after (?:the|a|our|my) [\w-]+|"
     r"last (?:week|month|year|night)|this (?:week|month|year|morning)|recently|"
@@ -320,9 +357,19 @@ _LEAD = re.compile(
 _SPEAKER = re.compile(r"^[A-Z][a-z]+(?: [A-Z][a-z]+)?:\s+")  # "Caroline: I moved ..."
 
 
+# "green's my favourite colour", "Ravi's a coffee person", "Prod's been upgraded": "is"/"has"
+# (a possessive "Fatima's mobile" is left alone).
+_CONTRACTIONS = re.compile(r"\b(\w+)'s\s+(my|our|the|a|an|now|been|got|gone|become)\b")
+
+
+def _expand(match: re.Match[str]) -> str:
+    verb = "has" if match.group(2) in ("been", "got", "gone", "become") else "is"
+    return f"{match.group(1)} {verb} {match.group(2)}"
+
+
 def statement_of(text: str, speaker: str | None = None) -> Statement | None:
     """The first slot a text fills, if any. ``speaker`` names who "I" is (else "user")."""
-    head = text[:2_000].replace("’", "'")
+    head = _CONTRACTIONS.sub(_expand, text[:2_000].replace("’", "'"))
     named = _SPEAKER.match(head)
     if named is not None and not _LEAD.match(named.group(0)):
         speaker = speaker or named.group(0).rstrip(": ")
@@ -339,7 +386,7 @@ def statement_of(text: str, speaker: str | None = None) -> Statement | None:
 
 
 def _statement(rule: _Rule, sentence: str, speaker: str | None) -> Statement | None:
-    match = rule.pattern.match(sentence)
+    match = (rule.pattern.search if rule.anywhere else rule.pattern.match)(sentence)
     if match is None:
         return None
     attribute = rule.attribute(match)
@@ -421,7 +468,7 @@ _Q_DO = r"(?:does|do|is|are)"
 
 def _q(pattern: str, attribute: str | Callable[[re.Match[str]], str]) -> _Rule:
     rule = _rule(r"^\s*" + pattern, attribute)
-    return _Rule(re.compile(rule.pattern.pattern, re.IGNORECASE), rule.attribute, rule.ended)
+    return _Rule(re.compile(rule.pattern.pattern, re.IGNORECASE), rule.attribute, False, False)
 
 
 _QUESTIONS: tuple[_Rule, ...] = (
@@ -561,7 +608,80 @@ def asked_slot(question: str) -> str | None:
         if attribute.startswith(("version:", "deadline:")):
             subject = "*"
         return Statement(subject, attribute, "").slot
+    return _asked_by_words(text)
+
+
+# Short or loosely phrased questions ("Current employer?", "user's current vehicle"): the
+# attribute by its words, the subject by a name, if the question is about the present.
+_Q_PAST = re.compile(
+    r"\b(?:did|was|were|had|used to|before|ago|previously|originally|at first|back then|"
+    r"(?:in|since) (?:19|20)\d\d)\b",
+    re.IGNORECASE,
+)
+_Q_WORDS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(rf"\b(?:{words})\b", re.IGNORECASE), attribute)
+    for words, attribute in (
+        (r"favou?rite", "favorite"),
+        (r"version", "version"),
+        (r"deadline|due date|due", "deadline"),
+        (r"employer|employs|company|work(?:ing|s)? for|work(?:ing|s)? at", "employer"),
+        (r"job title|title|role|position|do for work|do for a living", "job title"),
+        (r"manager|boss|supervisor|supervises|reports? to|line manager", "manager"),
+        (r"partner|girlfriend|boyfriend|wife|husband|spouse|dating", "partner"),
+        (r"car|vehicle|drive|driving", "car"),
+        (r"diet|dietary|vegetarian|vegan", "diet"),
+        (r"team|squad", "team"),
+        (r"e-?mail(?: address)?", "email"),
+        (r"phone(?: number)?|mobile(?: number)?", "phone number"),
+        (r"address", "address"),
+        (r"live|lives|living|reside|residence|home|based|city", "home"),
+    )
+)
+_Q_NAME = re.compile(r"(?<!^)\b([A-Z][a-z]+)(?:'s)?\b")
+
+
+_Q_CURRENT = re.compile(
+    r"\b(?:now|current|currently|these days|nowadays|at the moment|at present|right now)\b",
+    re.IGNORECASE,
+)
+
+
+def _asked_by_words(text: str) -> str | None:
+    """Only a question that asks for the present ("now", "currently"...) or is a few words
+    ("Current employer?"): "What does Jo enjoy doing with her partner?" asks no slot."""
+    if _Q_PAST.search(text) or not (_Q_CURRENT.search(text) or len(text.split()) <= 4):
+        return None
+    for pattern, attribute in _Q_WORDS:
+        match = pattern.search(text)
+        if match is None:
+            continue
+        if attribute in ("favorite", "version", "deadline"):
+            return _asked_of_thing(text, attribute, match)
+        names = [n for n in _Q_NAME.findall(text) if n.lower() not in _NOT_NAMES | _Q_NOT_NAMES]
+        subject = names[0].lower() if names else "user"
+        return Statement(subject, attribute, "").slot
     return None
+
+
+_Q_NOT_NAMES = _words("user current currently api")
+_Q_TAIL = re.compile(
+    r"\s*(?:now|currently|these days|nowadays|at the moment|right now|at present|today)?\s*\??$",
+    re.IGNORECASE,
+)
+
+
+def _asked_of_thing(text: str, attribute: str, match: re.Match[str]) -> str | None:
+    """ "favourite band" -> favorite:band; "Python version" -> version:python; "thesis due"
+    -> deadline:thesis."""
+    if attribute == "favorite":
+        after = _Q_TAIL.sub("", text[match.end() :]).split()
+        return Statement("user", f"favorite:{_head(after[0])}", "").slot if after else None
+    before = re.findall(r"[A-Za-z][\w+#.-]*", text[: match.start()])
+    thing = [w for w in before if w.lower() not in _NOT_NAMES | _Q_NOT_NAMES | {"due"}]
+    if not thing:
+        return None
+    name = thing[-1].lower() if attribute == "version" else _head(thing[-1])  # as stated
+    return Statement("*", f"{attribute}:{name}", "").slot
 
 
 _CONTRACTED = re.compile(r"\b(what|who|where|when|which)'s\b", re.IGNORECASE)
@@ -571,3 +691,101 @@ def _q_subject(raw: str) -> str:
     """A question's subject as a statement's: "you"/"I" is the user asking about themselves."""
     word = raw.strip().lower().removesuffix("'s")
     return "user" if word in ("you", "your", "i", "me", "my", "we", "our", "the user") else word
+
+
+# --- updates that name the old value ------------------------------------------------------
+
+# Words that say something changed ("sold", "no longer", "now", "switched", "retired"...).
+_CHANGE = re.compile(
+    r"\b(?:now|new|newly|no longer|anymore|any more|switched|switching|changed|moved|"
+    r"relocated|replaced|instead|since|sold|traded|swapped|upgraded|bumped|migrated|updated|"
+    r"extended|pushed|postponed|slipped|delayed|reassigned|transferred|promoted|quit|left|"
+    r"resigned|retired|passed away|died|split up|broke up|divorced|separated|overtaken|"
+    r"renamed|nowadays|going forward|from now on|as of|used to|got rid of|gave up|stopped|"
+    r"gone|ended|over)\b",
+    re.IGNORECASE,
+)
+_TITLES = _words("dr mr mrs ms miss prof professor sir")
+_NOT_NAMES = _words(
+    "finally just got sold switched moved quit left oh ok okay so btw well yes yeah also "
+    "still now then after before since today yesterday honestly update fyi big good news "
+    "sadly luckily unfortunately actually basically anyway the a an this that these those "
+    "it there here what when where who why how"
+)
+_COMMON = _words(
+    "about after again also always and any are back been before being but can city could "
+    "does doing done from going good great have into just like made make mode more most "
+    "much need never next only other over really same seat since some still such than "
+    "that their them then there these they thing this those time very want well were what "
+    "when where which while will with work would year years your team"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Known:
+    """A current memory of the scope that fills a slot."""
+
+    id: str
+    slot: str
+    value: str
+
+
+def says_change(text: str) -> bool:
+    """Whether a text says something changed (cheap: checked before anything is read)."""
+    return _CHANGE.search(text[:2_000]) is not None
+
+
+def updated_slot(text: str, speaker: str | None, known: Sequence[Known]) -> Known | None:
+    """The slot a text updates without stating it in a form ``statement_of`` reads: it says
+    something changed and names the value a current memory of the scope holds, about the
+    same subject ("Finally sold the Civic and bought a Tesla" after "I drive a Honda
+    Civic"; "Dana left, so now I report to Kevin" after "My manager is Dana"). ``known`` is
+    newest first; the newest match wins."""
+    head = text[:2_000].replace("’", "'")
+    if not says_change(head):
+        return None
+    named = _SPEAKER.match(head)
+    if named is not None and not _LEAD.match(named.group(0)):
+        speaker = speaker or named.group(0).rstrip(": ")
+        head = head[named.end() :]
+    words = frozenset(re.findall(r"[a-z0-9][a-z0-9.+#-]*[a-z0-9]|[a-z0-9]", head.lower()))
+    subject = _text_subject(head, speaker)
+    for memory in known:
+        owner = memory.slot.split("|", 1)[0]
+        value = _value_words(memory.value)
+        if not value or not (value & words):
+            continue
+        if subject is not None and owner != "*" and subject != owner and subject not in value:
+            continue  # about someone else ("My sister sold her Civic")
+        if owner not in ("*", "user", (speaker or "").lower()) and owner not in words:
+            continue  # a named subject must be named
+        return memory
+    return None
+
+
+def _value_words(value: str) -> frozenset[str]:
+    """The words of a value that identify it: not short, not common."""
+    found = re.findall(r"[a-z0-9][a-z0-9.+#-]*[a-z0-9]", value.lower())
+    return frozenset(w for w in found if (len(w) >= 4 or w[0].isdigit()) and w not in _COMMON)
+
+
+def _text_subject(text: str, speaker: str | None) -> str | None:
+    """Who a text is about, from its first words: the speaker for "I"/"my"/"we", a named
+    person, someone else's ("my sister"), or None when it does not say (a dropped subject,
+    "Finally sold the Civic", is the speaker's too)."""
+    first = _LEAD.sub("", text.strip())
+    match = re.match(r"(?:(my|our)\s+(\w+)|(\w+)(?:'s)?)", first, re.IGNORECASE)
+    if match is None:
+        return None
+    if match.group(1):
+        relation = match.group(2).lower()
+        return relation if stem(relation) in _NOT_ATTRIBUTES else (speaker or "user").lower()
+    word = match.group(3)
+    lowered = word.lower()
+    if lowered in ("i", "we", "me", "us") or first.lower().startswith(("the user", "user ")):
+        return (speaker or "user").lower()
+    if not word[:1].isupper() or lowered in _NOT_NAMES or lowered in _TITLES:
+        return None
+    if lowered.endswith(("ed", "ly", "ing")):
+        return None
+    return lowered

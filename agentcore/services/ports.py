@@ -209,6 +209,10 @@ class MemoryRepository(Protocol):
         """The memories of these scopes that fill ``slot`` and are not superseded."""
         ...
 
+    async def current_slotted(self, scope_key: str, limit: int) -> list[Memory]:
+        """The newest ``limit`` memories of the scope that fill a slot, not superseded."""
+        ...
+
     async def add_accesses(self, accesses: Mapping[str, Access]) -> None:
         """Add each access count to access_count and set last_accessed_at to its time
         (unknown ids are ignored)."""

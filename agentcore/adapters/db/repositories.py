@@ -294,6 +294,19 @@ class SqlMemoryRepository:
         )
         return [memory_from_row(row) for row in (await self._session.execute(stmt)).mappings()]
 
+    async def current_slotted(self, scope_key: str, limit: int) -> list[Memory]:
+        stmt = (
+            _select()
+            .where(
+                _TABLE.c.scope_key == scope_key,
+                _TABLE.c.fact_slot.is_not(None),
+                _TABLE.c.superseded_by.is_(None),
+            )
+            .order_by(_TABLE.c.created_at.desc())
+            .limit(limit)
+        )
+        return [memory_from_row(row) for row in (await self._session.execute(stmt)).mappings()]
+
     async def in_stage(self, stage_id: str) -> list[Memory]:
         stmt = (
             _select()
