@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -48,6 +49,12 @@ from agentcore.services.lifecycle.transfer import TransferService
 from agentcore.services.memory_manager import MemoryManager
 from agentcore.services.ports import Embedder, UnitOfWorkFactory, VectorFilter, VectorStore
 from agentcore.services.procedural import ProceduralMemoryService
+from agentcore.services.reembedding import (
+    EMBEDDER_SETTING,
+    Reembedded,
+    embedder_id,
+    reembed,
+)
 from agentcore.services.retrieval import EnhancedRetrieval
 from agentcore.services.semantic import FactExtractor, SemanticMemoryService
 from agentcore.services.vector_sync import VectorSync
@@ -56,8 +63,6 @@ from agentcore.services.working_memory import WorkingMemoryService, WorkingMemor
 log = logging.getLogger(__name__)
 
 REPLAY_VECTORS = "vectors.replay"  # job kind: re-apply vector writes still owed
-
-_EMBEDDER_SETTING = "embedder"
 
 
 @dataclass
@@ -511,18 +516,34 @@ def _openai_client(settings: Settings, needed_by: str) -> AsyncOpenAI:
 
 async def _check_embedder(uow_factory: UnitOfWorkFactory, embedder: Embedder) -> None:
     """A store built with one embedder refuses another: their vectors are not comparable."""
-    wanted = f"{embedder.model_name}/{embedder.dimension}"
+    wanted = embedder_id(embedder)
     async with uow_factory() as uow:
-        recorded = await uow.store_settings.get(_EMBEDDER_SETTING)
+        recorded = await uow.store_settings.get(EMBEDDER_SETTING)
         if recorded is None:
-            await uow.store_settings.put(_EMBEDDER_SETTING, wanted)
+            await uow.store_settings.put(EMBEDDER_SETTING, wanted)
             await uow.commit()
             return
     if recorded != wanted:
         raise ConfigurationError(
             f"this store was built with embedder {recorded} (model/dimension) but {wanted} is "
-            "configured; configure the original embedder or start a new store"
+            "configured; configure the original embedder, or stop the service and run "
+            "`agentcore reembed` to move the store to the new one"
         )
+
+
+async def reembed_store(
+    settings: Settings, progress: Callable[[int, int], None] | None = None
+) -> Reembedded:
+    """``agentcore reembed``: the configured embedder's vectors for every memory."""
+    engine = create_engine(settings.sqlalchemy_url)
+    embedder = build_embedder(settings)
+    vectors = build_vector_store(settings)
+    try:
+        return await reembed(SqlUnitOfWorkFactory(engine), vectors, embedder, progress=progress)
+    finally:
+        await vectors.close()
+        await embedder.close()
+        await engine.dispose()
 
 
 async def _probe_vectors(vectors: VectorStore) -> None:

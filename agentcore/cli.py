@@ -86,6 +86,16 @@ def _migrate(_: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _reembed(_: argparse.Namespace, settings: Settings) -> int:
+    from agentcore.bootstrap import reembed_store
+
+    _prepare_embedded(settings)
+    done = asyncio.run(reembed_store(settings, lambda n, total: _progress("embedded", n, total)))
+    print(file=sys.stderr)
+    print(f"{done.memories} memories embedded with {done.current} (was {done.previous})")
+    return 0
+
+
 def _worker(args: argparse.Namespace, settings: Settings) -> int:
     from agentcore.worker import run_worker
 
@@ -278,6 +288,11 @@ def _parser() -> argparse.ArgumentParser:
     migrate = commands.add_parser("migrate", help="bring the database to the newest schema")
     migrate.set_defaults(run=_migrate)
 
+    reembed = commands.add_parser(
+        "reembed",
+        help="embed every memory again with the configured embedder (service stopped)",
+    )
+    reembed.set_defaults(run=_reembed)
     worker = commands.add_parser("worker", help="run a Celery worker")
     worker.add_argument("--loglevel", default="INFO")
     worker.add_argument(

@@ -98,6 +98,11 @@ class FakeVectorStore:
     async def ensure_collection(self, dimension: int, embedder_name: str) -> None:
         self.dimension = dimension
 
+    async def reset_collection(self, dimension: int, embedder_name: str) -> None:
+        self.points.clear()
+        self.durable.clear()
+        self.dimension = dimension
+
     async def upsert(self, points: Sequence[VectorPoint]) -> None:
         if self.failing:
             raise ProviderError("vector store unavailable")
@@ -237,6 +242,16 @@ class _Memories:
             for m in self._s.memories.values()
             if m.scope_key in scope_keys and m.fact_slot == slot and m.superseded_by is None
         ]
+
+    async def after_id(self, memory_id: str, limit: int) -> list[Memory]:
+        found = sorted(
+            (m for m in self._s.memories.values() if m.id > memory_id and not m.compacted_into_id),
+            key=lambda m: m.id,
+        )
+        return [copy.deepcopy(m) for m in found[:limit]]
+
+    async def count_searchable(self) -> int:
+        return sum(1 for m in self._s.memories.values() if not m.compacted_into_id)
 
     async def current_slotted(self, scope_key: str, limit: int) -> list[Memory]:
         found = [

@@ -99,6 +99,10 @@ class VectorStore(Protocol):
         """Create the collection or check it; a different dimension raises ConfigurationError."""
         ...
 
+    async def reset_collection(self, dimension: int, embedder_name: str) -> None:
+        """Drop every vector and start over for another embedder (re-embedding)."""
+        ...
+
     async def upsert(self, points: Sequence[VectorPoint]) -> None: ...
 
     async def delete(self, ids: Sequence[str]) -> None: ...
@@ -207,6 +211,15 @@ class MemoryRepository(Protocol):
 
     async def current_in_slot(self, scope_keys: Sequence[str], slot: str) -> list[Memory]:
         """The memories of these scopes that fill ``slot`` and are not superseded."""
+        ...
+
+    async def after_id(self, memory_id: str, limit: int) -> list[Memory]:
+        """Up to ``limit`` searchable memories (not compacted away) of every scope with an id
+        greater than ``memory_id``, by id: a walk over the whole store."""
+        ...
+
+    async def count_searchable(self) -> int:
+        """How many memories of every scope ``after_id`` walks over."""
         ...
 
     async def current_slotted(self, scope_key: str, limit: int) -> list[Memory]:

@@ -269,6 +269,22 @@ async def test_other_dimension_is_a_configuration_error(backend: Backend) -> Non
     assert EMBEDDER in raised.value.message or "other-embedder" in raised.value.message
 
 
+async def test_a_reset_starts_over_for_another_dimension(backend: Backend) -> None:
+    await backend.store.upsert([point(QUERY)])
+    await backend.store.flush()
+
+    await backend.store.reset_collection(DIM * 2, "other-embedder")
+    assert await backend.store.count(IN_SCOPE) == 0
+    wide = vec(1, 0, 0, 0, 0, 0, 0, 1)
+    wider = point(wide)
+    await backend.store.upsert([wider])
+    await backend.store.flush()
+    hits = await backend.store.search(wide, IN_SCOPE, 10)
+    assert [hit.id for hit in hits] == [wider.id]
+    again = await backend.reopen(DIM * 2)  # the new dimension is the collection's now
+    assert await again.count(IN_SCOPE) == 1
+
+
 async def test_same_dimension_reopens(backend: Backend) -> None:
     kept = point(QUERY)
     await backend.store.upsert([kept])

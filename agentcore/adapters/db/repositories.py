@@ -294,6 +294,19 @@ class SqlMemoryRepository:
         )
         return [memory_from_row(row) for row in (await self._session.execute(stmt)).mappings()]
 
+    async def after_id(self, memory_id: str, limit: int) -> list[Memory]:
+        stmt = (
+            _select()
+            .where(_TABLE.c.id > memory_id, _TABLE.c.compacted_into_id.is_(None))
+            .order_by(_TABLE.c.id)
+            .limit(limit)
+        )
+        return [memory_from_row(row) for row in (await self._session.execute(stmt)).mappings()]
+
+    async def count_searchable(self) -> int:
+        stmt = select(func.count()).select_from(_TABLE).where(_TABLE.c.compacted_into_id.is_(None))
+        return int((await self._session.execute(stmt)).scalar_one())
+
     async def current_slotted(self, scope_key: str, limit: int) -> list[Memory]:
         stmt = (
             _select()

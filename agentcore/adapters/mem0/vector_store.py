@@ -132,6 +132,11 @@ class Mem0VectorStore:
             self._layer = await self._run(self._open, dimension, embedder_name)
         self._dimension = dimension
 
+    async def reset_collection(self, dimension: int, embedder_name: str) -> None:
+        with _provider_errors("reset_collection"):
+            await self._run(self._drop)
+        await self.ensure_collection(dimension, embedder_name)
+
     async def upsert(self, points: Sequence[VectorPoint]) -> None:
         if not points:
             return
@@ -217,6 +222,11 @@ class Mem0VectorStore:
         if not self._dimension:
             raise ConfigurationError("the vector store is not open: call ensure_collection first")
         return self._dimension
+
+    def _drop(self) -> None:
+        qdrant = self._client.qdrant()
+        if qdrant.collection_exists(self._collection):
+            qdrant.delete_collection(self._collection)
 
     def _open(self, dimension: int, embedder_name: str) -> Any:
         """mem0's layer over the collection, checked against ``dimension`` (worker thread)."""

@@ -12,6 +12,7 @@ import asyncio
 import json
 import logging
 import os
+import shutil
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
@@ -97,6 +98,9 @@ class EdgeVectorStore:
 
     async def ensure_collection(self, dimension: int, embedder_name: str) -> None:
         await self._run("open", partial(self._open, dimension, embedder_name))
+
+    async def reset_collection(self, dimension: int, embedder_name: str) -> None:
+        await self._run("reset", partial(self._reset, dimension, embedder_name))
 
     async def upsert(self, points: Sequence[VectorPoint]) -> None:
         if points:
@@ -219,6 +223,13 @@ class EdgeVectorStore:
             qe.Point(p.id, vector_list(p.vector, self._dimension), point_payload(p)) for p in points
         ]
         shard.update(qe.UpdateOperation.upsert_points(edge_points))
+
+    def _reset(self, dimension: int, embedder_name: str) -> None:
+        self._close()
+        shutil.rmtree(self._dir / _SHARD_DIR, ignore_errors=True)
+        (self._dir / _META_FILE).unlink(missing_ok=True)
+        self._dimension = 0
+        self._open(dimension, embedder_name)
 
     def _close(self) -> None:
         shard, self._shard = self._shard, None

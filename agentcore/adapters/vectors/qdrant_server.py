@@ -116,6 +116,12 @@ class QdrantServerVectorStore:
             await self._ensure_indexes(info)
         self._dimension = dimension
 
+    async def reset_collection(self, dimension: int, embedder_name: str) -> None:
+        with _provider_errors("reset_collection"):
+            if await self._client.collection_exists(self._collection):
+                await self._client.delete_collection(self._collection)
+        await self.ensure_collection(dimension, embedder_name)
+
     async def upsert(self, points: Sequence[VectorPoint]) -> None:
         if not points:
             return
