@@ -707,6 +707,7 @@ _CHANGE = re.compile(
 )
 _TITLES = _words("dr mr mrs ms miss prof professor sir")
 _NOT_NAMES = _words(
+    "hey hi hello thanks thank sorry wow yay congrats congratulations nice great good glad "
     "finally just got sold switched moved quit left oh ok okay so btw well yes yeah also "
     "still now then after before since today yesterday honestly update fyi big good news "
     "sadly luckily unfortunately actually basically anyway the a an this that these those "
@@ -719,6 +720,15 @@ _COMMON = _words(
     "that their them then there these they thing this those time very want well were what "
     "when where which while will with work would year years your team"
 )
+
+
+INFERRED = "~"  # the value of a slot an update filled without stating a value
+_MAX_VALUE_WORDS = 4
+
+
+def inferred_value(memory_id: str) -> str:
+    """The value of a slot filled by ``updated_slot``: its own, equal to no other."""
+    return f"{INFERRED}{memory_id}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -751,9 +761,16 @@ def updated_slot(text: str, speaker: str | None, known: Sequence[Known]) -> Know
     words = frozenset(re.findall(r"[a-z0-9][a-z0-9.+#-]*[a-z0-9]|[a-z0-9]", head.lower()))
     subject = _text_subject(head, speaker)
     for memory in known:
-        owner = memory.slot.split("|", 1)[0]
+        owner, _, attribute = memory.slot.partition("|")
         value = _value_words(memory.value)
-        if not value or not (value & words):
+        if (
+            memory.value.startswith(INFERRED)
+            or attribute.split(":")[0] not in _NAMED_ATTRIBUTES
+            or not value
+            or len(memory.value.split()) > _MAX_VALUE_WORDS
+        ):
+            continue  # a value stated as one, of an attribute that is one
+        if not (value & words):
             continue
         if subject is not None and owner != "*" and subject != owner and subject not in value:
             continue  # about someone else ("My sister sold her Civic")
@@ -775,11 +792,13 @@ def _text_subject(text: str, speaker: str | None) -> str | None:
     "Finally sold the Civic", is the speaker's too)."""
     first = _LEAD.sub("", text.strip())
     match = re.match(r"(?:(my|our)\s+(\w+)|(\w+)(?:'s)?)", first, re.IGNORECASE)
-    if match is None:
-        return None
-    if match.group(1):
+    if match is not None and match.group(1):
         relation = match.group(2).lower()
         return relation if stem(relation) in _NOT_ATTRIBUTES else (speaker or "user").lower()
+    if speaker:  # a conversation turn is its speaker's, unless it opens on someone else's
+        return speaker.lower()
+    if match is None:
+        return None
     word = match.group(3)
     lowered = word.lower()
     if lowered in ("i", "we", "me", "us") or first.lower().startswith(("the user", "user ")):

@@ -22,7 +22,7 @@ from agentcore.domain.records import (
     speaker_of,
 )
 from agentcore.domain.scopes import owning_level, visible_scope_keys
-from agentcore.domain.updates import Known, normalize_value, says_change, updated_slot
+from agentcore.domain.updates import Known, inferred_value, says_change, updated_slot
 from agentcore.services.indexer import VectorIndexer
 from agentcore.services.ports import (
     Access,
@@ -419,7 +419,7 @@ class MemoryManager:
         known = [Known(m.id, m.fact_slot, m.fact_value or "") for m in slotted if m.fact_slot]
         found = updated_slot(memory.content, speaker_of(memory.metadata), known)
         if found is not None:
-            memory.fact_slot, memory.fact_value = found.slot, normalize_value(memory.content)
+            memory.fact_slot, memory.fact_value = found.slot, inferred_value(memory.id)
 
     async def _visible(self, uow: UnitOfWork, memory_id: str, scope: ScopeIds) -> Memory:
         """The memory if the caller's scope ids make it visible; otherwise not found (no leak)."""
