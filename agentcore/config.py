@@ -63,8 +63,9 @@ class Settings(BaseSettings):
     embedder: Literal["local", "openai"] = "local"
     # The local embedder embeds queries with int8 weights (faster; stored texts stay fp32).
     embedder_query_int8: bool = True
-    # The local embedder: threads that embed stored texts (int8 queries, short, run on one).
-    embedder_threads: int = Field(2, ge=1)
+    # The local embedder: threads that embed stored texts (behind the write's reply; int8
+    # queries, short, run on one of their own).
+    embedder_threads: int = Field(1, ge=1)
     # Semantic facts: rule-based offline, the LLM (MEM0_LLM_MODEL via the OpenAI API), or mem0's
     # extraction with that LLM; "auto" is mem0 when OPENAI_API_KEY is set, else offline.
     fact_extractor: Literal["auto", "offline", "llm", "mem0"] = "auto"

@@ -12,7 +12,17 @@ LoCoMo conversations (read from ../shared/data/locomo, cycled to reach N), queri
 questions; without the data set it falls back to generated sentences. Each kind of call also
 reports the server's mean CPU time per call (all its threads, from /proc; Linux only).
 
+In the same run, after the server has stopped, mem0 OSS (mem0ai) gets the same texts and
+queries (benchmarks/mem0_oss.py): run in-process as its users would here, with its default
+embedded Qdrant on disk, its SQLite history, no LLM (infer=False) and our embedder on the
+server's embedder settings; it loads the first --mem0-memories texts (default: all N, one
+session of 20 a call, untimed), then times the same single adds and, after the same warm-up,
+the same searches (filters={"user_id": ...}, top_k=10), each with perf_counter around the mem0
+call only; its CPU time per call is this process's. "ours_over_mem0_p95" divides our p95 by
+mem0's (below 1: we are faster). --no-mem0 skips it.
+
     .venv/bin/python benchmarks/service_latency.py [--memories 10000] [--calls 300]
+        [--no-mem0] [--mem0-memories N]
 """
 
 from __future__ import annotations
@@ -31,6 +41,13 @@ import time
 from pathlib import Path
 
 import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from mem0_oss import SESSION_TURNS as MEM0_SESSION_TURNS
+from mem0_oss import Mem0Timings, run_mem0
+
+from agentcore.config import Settings
 
 SESSION_TURNS = 20
 ERRORS = 5  # recorded for the task whose searches use every factor
@@ -68,7 +85,9 @@ def corpus() -> tuple[list[str], list[str]]:
     return turns, [" ".join(rng.choices(words, k=6)) + "?" for _ in range(500)]
 
 
-def percentiles(samples: list[float], cpu: list[float]) -> dict[str, float | None]:
+def percentiles(
+    samples: list[float], cpu: list[float], cpu_key: str = "server_cpu_ms_per_call"
+) -> dict[str, float | None]:
     """Latency percentiles, and the server's mean CPU time per call (None off Linux)."""
     ordered = sorted(samples)
 
@@ -80,7 +99,7 @@ def percentiles(samples: list[float], cpu: list[float]) -> dict[str, float | Non
         "p95_ms": round(pick(0.95), 2),
         "p99_ms": round(pick(0.99), 2),
         "mean_ms": round(statistics.fmean(ordered), 2),
-        "server_cpu_ms_per_call": round(statistics.fmean(cpu), 2) if cpu else None,
+        cpu_key: round(statistics.fmean(cpu), 2) if cpu else None,
     }
 
 
@@ -106,9 +125,26 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--memories", type=int, default=10_000)
     parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument(
+        "--mem0",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="time mem0 OSS on the same texts and queries too (default: on)",
+    )
+    parser.add_argument(
+        "--mem0-memories",
+        type=int,
+        default=None,
+        help="memories mem0 loads: the first N of the service's (default: all of them)",
+    )
     args = parser.parse_args()
     turns, questions = corpus()
     texts = [f"{turns[i % len(turns)]} (#{i // len(turns)})" for i in range(args.memories)]
+    # The timed calls, the same for the service and for mem0.
+    rng = random.Random(11)
+    adds = [f"{rng.choice(texts)} (extra {i})" for i in range(args.calls)]
+    warm_up = rng.sample(questions, WARM_UP)
+    queries = [rng.choice(questions) for _ in range(args.calls)]
 
     with tempfile.TemporaryDirectory() as data_dir, socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -122,18 +158,92 @@ def main() -> None:
         )
         try:
             cpu = ServerCpu(server.pid)
-            report = run(f"http://127.0.0.1:{port}", texts, questions, args.calls, cpu)
+            report = run(f"http://127.0.0.1:{port}", texts, questions, adds, warm_up, queries, cpu)
         finally:
             server.terminate()
             server.wait(timeout=60)
+    if args.mem0:
+        # After the server has stopped, so that neither competes with the other for the cores.
+        settings = Settings()
+        loaded = texts[: args.mem0_memories] if args.mem0_memories is not None else texts
+        timings = run_mem0(
+            loaded,
+            adds,
+            warm_up,
+            queries,
+            threads=settings.embedder_threads,
+            int8_queries=settings.embedder_query_int8,
+        )
+        report.update(mem0_report(report, timings, settings, len(texts)))
     report["machine"] = (
         f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
     )
     print(json.dumps(report, indent=2))
 
 
+def mem0_report(
+    ours: dict[str, object], mem0: Mem0Timings, settings: Settings, our_memories: int
+) -> dict[str, object]:
+    """mem0's section of the report, and our p95 over mem0's for each kind of call."""
+    add = percentiles(mem0.add_ms, mem0.add_cpu_ms, "process_cpu_ms_per_call")
+    search = percentiles(mem0.search_ms, mem0.search_cpu_ms, "process_cpu_ms_per_call")
+
+    def ratio(key: str, theirs: dict[str, float | None]) -> float:
+        section = ours[key]
+        assert isinstance(section, dict)
+        return round(section["p95_ms"] / theirs["p95_ms"], 2)
+
+    threads = settings.embedder_threads
+    queries = "int8" if settings.embedder_query_int8 else "fp32"
+    return {
+        "mem0": {
+            "setup": (
+                "mem0ai in-process: Memory, embedded Qdrant (qdrant-client local mode, on "
+                "disk) and SQLite history in a temp dir, add(infer=False), search(filters="
+                f"user_id, top_k=10); embedder LocalMiniLMEmbedder ({threads} thread(s) for "
+                f"stored texts, {queries} queries: the server's settings); similarity only "
+                "(no spaCy, no fastembed: no BM25, no entity boost)"
+            ),
+            "memories_loaded": mem0.loaded,
+            "memories_loaded_note": (
+                "the same memories as the service"
+                if mem0.loaded == our_memories
+                else f"FEWER than the service's {our_memories}: the first {mem0.loaded}"
+            ),
+            "memories_in_scope": mem0.loaded + len(mem0.add_ms),
+            "bulk_load": {
+                "seconds": round(mem0.load_seconds, 1),
+                "memories_per_second": round(mem0.loaded / mem0.load_seconds),
+                "memories_per_add_call": MEM0_SESSION_TURNS,
+            },
+            "warm_up": {
+                "searches": len(mem0.warm_ms),
+                "first_ms": round(mem0.warm_ms[0], 2),
+                "mean_ms": round(statistics.fmean(mem0.warm_ms), 2),
+            },
+            "add": add,
+            "search": search,
+            "searches_with_no_result": mem0.empty_searches,
+            "files_written": mem0.files,
+        },
+        "ours_over_mem0_p95": {
+            "add": ratio("memory.add", add),
+            "search": ratio("memory.search", search),
+            "search, all factors (ours) / search (mem0)": ratio(
+                "memory.search, all factors", search
+            ),
+        },
+    }
+
+
 def run(
-    base: str, texts: list[str], questions: list[str], calls: int, cpu: ServerCpu
+    base: str,
+    texts: list[str],
+    questions: list[str],
+    adds: list[str],
+    warm_up: list[str],
+    queries: list[str],
+    cpu: ServerCpu,
 ) -> dict[str, object]:
     http = httpx.Client(timeout=120)
     deadline = time.monotonic() + 60
@@ -175,7 +285,6 @@ def run(
             severity=0.6,
         )
 
-    rng = random.Random(11)
     kinds = ("add", "search", "full")
     latency: dict[str, list[float]] = {kind: [] for kind in kinds}
     used: dict[str, list[float]] = {kind: [] for kind in kinds}
@@ -189,21 +298,20 @@ def run(
         if before is not None and after is not None:
             used[kind].append(after - before)
 
-    for i in range(calls):
-        timed("add", "memory.add", content=f"{rng.choice(texts)} (extra {i})", **scope)
+    for content in adds:
+        timed("add", "memory.add", content=content, **scope)
     # The first search of a scope starts loading its lexical documents into memory (about a
     # second at 10k, on a thread of its own; FTS5 answers meanwhile): reported, not timed.
     warm: list[float] = []
-    for query in rng.sample(questions, WARM_UP):
+    for query in warm_up:
         started = time.perf_counter()
         rpc("memory.search", query=query, limit=10, **scope)
         warm.append((time.perf_counter() - started) * 1000)
-    for _ in range(calls):
-        query = rng.choice(questions)
+    for query in queries:
         timed("search", "memory.search", query=query, limit=10, **scope)
         timed("full", "memory.search", query=query, limit=10, current_stage="execution", **task)
     return {
-        "memories_in_scope": len(texts) + calls,
+        "memories_in_scope": len(texts) + len(adds),
         "bulk_load": {
             "seconds": round(load_seconds, 1),
             "memories_per_second": round(len(texts) / load_seconds),
@@ -216,7 +324,7 @@ def run(
         "memory.add": percentiles(latency["add"], used["add"]),
         "memory.search": percentiles(latency["search"], used["search"]),
         "memory.search, all factors": percentiles(latency["full"], used["full"]),
-        "calls_each": calls,
+        "calls_each": len(adds),
     }
 
 

