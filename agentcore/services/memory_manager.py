@@ -13,16 +13,13 @@ from agentcore.domain.clock import Clock
 from agentcore.domain.errors import InvalidParams, MemoryNotFound
 from agentcore.domain.models import EventKind, Memory, MemoryEvent, ScopeIds, ScopeLevel, new_id
 from agentcore.domain.records import (
-    FACT_LAYERS,
     MemoryChanges,
     NewMemory,
     apply_changes,
     build_memory,
     parse_layer,
-    speaker_of,
 )
 from agentcore.domain.scopes import owning_level, visible_scope_keys
-from agentcore.domain.updates import Known, inferred_value, says_change, updated_slot
 from agentcore.services.indexer import VectorIndexer
 from agentcore.services.ports import (
     Access,
@@ -38,12 +35,10 @@ from agentcore.services.retrieval import (
     SearchQuery,
     prime_ranking_soon,
 )
+from agentcore.services.supersession import supersede
 from agentcore.services.vector_sync import DELETE, UPSERT, VectorSync
 
 log = logging.getLogger(__name__)
-
-_KNOWN_SLOTS = 50  # current slotted memories of a scope an update may name
-SUPERSESSION = "supersession"  # the actor of the history event that marks a memory superseded
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +141,7 @@ class MemoryManager:
         async with self._uow_factory() as uow:
             entries = []
             for memory in memories:
-                await self._supersede(uow, memory)
+                await supersede(uow, memory, self._record)
                 await uow.memories.add(memory)
                 await self._record(uow, memory, EventKind.ADD, None, _snapshot(memory))
                 entries.append((await uow.outbox.add(memory.id, UPSERT), memory))
@@ -260,7 +255,7 @@ class MemoryManager:
         memory = build_memory(new, self._clock(), self._max_content, model, self._default_ttl)
         upserts, deletes = [], []
         async with self._uow_factory() as uow:
-            await self._supersede(uow, memory)
+            await supersede(uow, memory, self._record)
             await uow.memories.add(memory)
             origin = {"from": [s.id for s in sources]}
             await self._record(uow, memory, kind, origin, _snapshot(memory))
@@ -386,40 +381,6 @@ class MemoryManager:
             log.warning(
                 "%d vectors still queued at shutdown: replayed at start", self._indexer.pending
             )
-
-    async def _supersede(self, uow: UnitOfWork, memory: Memory) -> None:
-        """Before ``memory`` is stored: the current memories of its scope that fill its slot
-        with another value are superseded by it (``valid_to`` its creation, in their history
-        by the actor ``supersession``); one created after it (an import of older memories)
-        supersedes it instead. A restatement of the same value supersedes nothing."""
-        if memory.fact_slot is None:
-            await self._infer_slot(uow, memory)
-        if memory.fact_slot is None:
-            return
-        for other in await uow.memories.current_in_slot([memory.scope_key], memory.fact_slot):
-            if other.id == memory.id or other.fact_value == memory.fact_value:
-                continue
-            if other.created_at > memory.created_at:
-                if memory.superseded_by is None:
-                    memory.valid_to, memory.superseded_by = other.created_at, other.id
-                continue
-            other.valid_to, other.superseded_by = memory.created_at, memory.id
-            await uow.memories.update(other)
-            after = {"valid_to": other.valid_to, "superseded_by": memory.id}
-            before = {"valid_to": None, "superseded_by": None}
-            await self._record(uow, other, EventKind.UPDATE, before, after, actor=SUPERSESSION)
-
-    async def _infer_slot(self, uow: UnitOfWork, memory: Memory) -> None:
-        """A memory that states no slot may still update one by naming its old value
-        (``agentcore.domain.updates.updated_slot``): it then fills that slot with its own
-        text as the value."""
-        if memory.layer not in FACT_LAYERS or not says_change(memory.content):
-            return
-        slotted = await uow.memories.current_slotted(memory.scope_key, _KNOWN_SLOTS)
-        known = [Known(m.id, m.fact_slot, m.fact_value or "") for m in slotted if m.fact_slot]
-        found = updated_slot(memory.content, speaker_of(memory.metadata), known)
-        if found is not None:
-            memory.fact_slot, memory.fact_value = found.slot, inferred_value(memory.id)
 
     async def _visible(self, uow: UnitOfWork, memory_id: str, scope: ScopeIds) -> Memory:
         """The memory if the caller's scope ids make it visible; otherwise not found (no leak)."""

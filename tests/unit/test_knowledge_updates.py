@@ -12,8 +12,9 @@ from agentcore.domain.models import EventKind, ScopeIds
 from agentcore.domain.records import NewMemory
 from agentcore.domain.updates import Statement, asked_slot, statement_of
 from agentcore.services.access import AccessRecorder
-from agentcore.services.memory_manager import SUPERSESSION, MemoryManager
+from agentcore.services.memory_manager import MemoryManager
 from agentcore.services.retrieval import EnhancedRetrieval, SearchQuery
+from agentcore.services.supersession import SUPERSESSION
 from agentcore.services.vector_sync import VectorSync
 from tests.fakes import FakeEmbedder, FakeStore, FakeVectorStore
 from tests.unit.conftest import FakeClock
