@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -26,11 +27,18 @@ def chunks(items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
 def insert_ignoring_conflicts(dialect: str, table: Table, values: dict[str, Any]) -> Any:
     """``INSERT ... ON CONFLICT DO NOTHING``: a duplicate leaves the transaction usable and
     shows up as ``rowcount == 0`` instead of an exception."""
+    return insert_ignoring_conflicts_of(dialect, table).values(values)
+
+
+@functools.cache
+def insert_ignoring_conflicts_of(dialect: str, table: Table) -> Any:
+    """The same statement without values, built once: executed with the row as parameters
+    (building and cache-keying an insert per write cost more than running it)."""
     stmt: Any
     if dialect == "postgresql":
-        stmt = postgresql.insert(table).values(values).on_conflict_do_nothing()
+        stmt = postgresql.insert(table).on_conflict_do_nothing()
     elif dialect == "sqlite":
-        stmt = sqlite.insert(table).values(values).on_conflict_do_nothing()
+        stmt = sqlite.insert(table).on_conflict_do_nothing()
     else:
         raise _unsupported(dialect)
     # SQLAlchemy reports an INSERT's rowcount only when asked to.

@@ -114,10 +114,10 @@ class LexicalWriter:
         self._session = session
         self._pg = dialect == "postgresql"
 
-    async def index(self, memory: Memory) -> None:
+    async def index(self, memory: Memory, *, new: bool = False) -> None:
         """(Re)write ``memory``'s document, and the context of its neighbours to include it.
 
-        Call after the memory row is inserted or updated."""
+        Call after the memory row is inserted (``new``: it has no document yet) or updated."""
         place = _Place(
             memory.id,
             memory.scope_key,
@@ -126,7 +126,7 @@ class LexicalWriter:
             memory.created_at,
         )
         prev, nxt = await self._neighbours(place, ())
-        await self._put(memory, _content(prev), _content(nxt))
+        await self._put(memory, _content(prev), _content(nxt), new=new)
         if prev is not None:
             await self._set(prev[0], "ctx_after", neighbour_text(memory.content))
         if nxt is not None:
@@ -202,7 +202,7 @@ class LexicalWriter:
             found.append(None if row is None else (str(row[0]), str(row[1])))
         return found[0], found[1]
 
-    async def _put(self, memory: Memory, before: str, after: str) -> None:
+    async def _put(self, memory: Memory, before: str, after: str, *, new: bool) -> None:
         place = {
             "memory_id": memory.id,
             "scope_key": memory.scope_key,
@@ -225,7 +225,8 @@ class LexicalWriter:
                 stmt.on_conflict_do_update(index_elements=["memory_id"], set_=update)
             )
             return
-        await self._delete([memory.id])
+        if not new:
+            await self._delete([memory.id])
         await self._session.execute(insert(_PLACES).values(**place))
         values = {"id": memory.id, "scope": scope_token(memory.scope_key), **fields}
         await self._session.execute(_FTS_INSERT, values)

@@ -17,6 +17,7 @@ from sqlalchemy import (
     Select,
     String,
     Table,
+    bindparam,
     case,
     delete,
     func,
@@ -33,7 +34,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from agentcore.adapters.db.dialect import (
     chunks,
-    insert_ignoring_conflicts,
+    insert_ignoring_conflicts_of,
     json_array_contains_all,
     json_array_contains_any,
     json_object_matches,
@@ -146,15 +147,15 @@ class SqlMemoryRepository:
         """Raises ``Conflict`` when the id, or the key within the scope, is already taken.
 
         The transaction stays usable after a conflict."""
-        stmt = insert_ignoring_conflicts(self._dialect, _TABLE, memory_values(memory))
-        result = cast(CursorResult[Any], await self._session.execute(stmt))
+        stmt = insert_ignoring_conflicts_of(self._dialect, _TABLE)
+        result = cast(CursorResult[Any], await self._session.execute(stmt, memory_values(memory)))
         if result.rowcount == 0:
             raise Conflict(
                 "a memory with this id, or this key in this scope, already exists",
                 memory_id=memory.id,
                 key=memory.key,
             )
-        await self._lexical.index(memory)
+        await self._lexical.index(memory, new=True)
 
     async def get(self, memory_id: str) -> Memory | None:
         rows = (await self._session.execute(_select().where(_TABLE.c.id == memory_id))).mappings()
@@ -457,28 +458,34 @@ def _after(cursor: tuple[datetime, str], desc: bool) -> ColumnElement[bool]:
     return row < bound if desc else row > bound
 
 
+# Built once (see ``dialect.insert_ignoring_conflicts_of``). An event's ``seq`` numbers the
+# memory's events in the order they were added.
+_HISTORY_INSERT = insert(_HISTORY).values(
+    seq=select(func.coalesce(func.max(_HISTORY.c.seq), 0) + 1)
+    .where(_HISTORY.c.memory_id == bindparam("of_memory"))
+    .scalar_subquery()
+)
+
+
 class SqlHistoryRepository:
     def __init__(self, session: AsyncSession) -> None:
         self._session = session
 
     async def add(self, event: MemoryEvent) -> None:
-        previous = (
-            select(func.coalesce(func.max(_HISTORY.c.seq), 0) + 1)
-            .where(_HISTORY.c.memory_id == event.memory_id)
-            .scalar_subquery()
+        await self._session.execute(
+            _HISTORY_INSERT,
+            {
+                "id": event.id,
+                "memory_id": event.memory_id,
+                "of_memory": event.memory_id,
+                "scope_key": event.scope_key,
+                "kind": event.kind.value,
+                "at": event.at,
+                "before": event.before,
+                "after": event.after,
+                "actor": event.actor,
+            },
         )
-        stmt = insert(_HISTORY).values(
-            id=event.id,
-            memory_id=event.memory_id,
-            seq=previous,
-            scope_key=event.scope_key,
-            kind=event.kind.value,
-            at=event.at,
-            before=event.before,
-            after=event.after,
-            actor=event.actor,
-        )
-        await self._session.execute(stmt)
 
     async def for_memory(self, memory_id: str) -> list[MemoryEvent]:
         """Oldest first; events that share a timestamp in the order they were added."""
@@ -502,6 +509,9 @@ class SqlHistoryRepository:
         ]
 
 
+_OUTBOX_INSERT = insert(_OUTBOX).returning(_OUTBOX.c.id)
+
+
 class SqlOutboxRepository:
     """Vector writes owed to the vector store, oldest first."""
 
@@ -512,12 +522,8 @@ class SqlOutboxRepository:
         """Queue a write; returns the entry id."""
         if op not in OUTBOX_OPS:
             raise ValueError(f"outbox op must be one of {sorted(OUTBOX_OPS)}, not {op!r}")
-        stmt = (
-            insert(_OUTBOX)
-            .values(memory_id=memory_id, op=op, attempts=0, created_at=datetime.now(UTC))
-            .returning(_OUTBOX.c.id)
-        )
-        return int((await self._session.execute(stmt)).scalar_one())
+        params = {"memory_id": memory_id, "op": op, "attempts": 0, "created_at": datetime.now(UTC)}
+        return int((await self._session.execute(_OUTBOX_INSERT, params)).scalar_one())
 
     async def pending(
         self, limit: int, *, failed_only: bool = False, created_before: datetime | None = None
