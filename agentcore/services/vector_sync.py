@@ -149,26 +149,27 @@ class VectorSync:
         by_id = {memory.id: memory for memory in memories}
         # A compacted memory has left search: its vector goes whatever was queued for it.
         gone = {i for i, memory in by_id.items() if memory.compacted_into_id is not None}
-        to_delete = [
-            e for e in entries if e.op == DELETE or e.memory_id not in by_id or e.memory_id in gone
-        ]
-        to_upsert = [e for e in entries if e not in to_delete]
+        to_delete: list[OutboxEntry] = []
+        to_upsert: list[OutboxEntry] = []
+        for e in entries:
+            dropped = e.op == DELETE or e.memory_id not in by_id or e.memory_id in gone
+            (to_delete if dropped else to_upsert).append(e)
         applied = 0
         if to_delete and await self.delete(
             [e.id for e in to_delete], [e.memory_id for e in to_delete]
         ):
             applied += len(to_delete)
         if to_upsert:
+            ids = list(dict.fromkeys(e.memory_id for e in to_upsert))  # each memory embedded once
             try:
-                texts = [by_id[e.memory_id].content for e in to_upsert]
-                vectors = await self._embedder.embed(texts)
+                vectors = await self._embedder.embed([by_id[i].content for i in ids])
             except AgentCoreError as exc:
                 log.warning("embedding for the vector index failed: %s", exc.message)
                 await self._mark_failed([e.id for e in to_upsert])
                 return applied
+            vector_of = dict(zip(ids, vectors, strict=True))
             points = [
-                (e.id, to_point(by_id[e.memory_id], vector))
-                for e, vector in zip(to_upsert, vectors, strict=True)
+                (e.id, to_point(by_id[e.memory_id], vector_of[e.memory_id])) for e in to_upsert
             ]
             if await self.upsert(points):
                 applied += len(points)

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from agentcore.adapters.json_chat import InvalidReply, ask_json, validated
 from agentcore.adapters.openai_errors import map_openai_error
 from agentcore.domain.errors import AgentCoreError, ProviderError
-from agentcore.domain.updates import Statement, normalize_value, slot_key
+from agentcore.domain.updates import Statement, normalized_statement
 from agentcore.domain.usage import TokenUsage
 from agentcore.services.semantic import (
     ExtractedFact,
@@ -170,9 +170,7 @@ def _parse(answer: str, ids: dict[str, str]) -> list[ExtractedFact]:
 
 
 def _statement(slot: _SlotOut) -> Statement:
-    """The model's slot, normalized as the offline reader's ("The User" -> "user")."""
-    subject, attribute = slot_key(slot.subject, slot.attribute).split("|", 1)
-    return Statement(subject, attribute, normalize_value(slot.value))
+    return normalized_statement(slot.subject, slot.attribute, slot.value)
 
 
 def _map_error(exc: openai.OpenAIError) -> AgentCoreError:

@@ -11,7 +11,6 @@ value; the LLM extractor names the slot itself.
 """
 
 from agentcore.domain.updates.inferred import (
-    INFERRED,
     Known,
     inferred_value,
     says_change,
@@ -19,18 +18,16 @@ from agentcore.domain.updates.inferred import (
 )
 from agentcore.domain.updates.questions import asked_slot
 from agentcore.domain.updates.statements import statement_of
-from agentcore.domain.updates.vocabulary import MAX_SLOT, Statement, normalize_value, slot_key
+from agentcore.domain.updates.vocabulary import MAX_SLOT, Statement, normalized_statement
 
 __all__ = [
-    "INFERRED",
     "MAX_SLOT",
     "Known",
     "Statement",
     "asked_slot",
     "inferred_value",
-    "normalize_value",
+    "normalized_statement",
     "says_change",
-    "slot_key",
     "statement_of",
     "updated_slot",
 ]

@@ -29,13 +29,12 @@ class Statement:
         return f"{self.subject}|{self.attribute}"[:MAX_SLOT]
 
 
-def slot_key(subject: str, attribute: str) -> str:
-    """The slot of an attribute named by a caller or a model (normalized like ours)."""
-    return Statement(norm_subject(subject), norm_words(attribute), "").slot
-
-
-def normalize_value(value: str) -> str:
-    return clean_value(value)[:MAX_SLOT]
+def normalized_statement(subject: str, attribute: str, value: str) -> Statement:
+    """A statement named by a caller or a model, normalized as the rules' are ("The User" ->
+    "user")."""
+    return Statement(
+        norm_subject(subject), norm_words(attribute)[:MAX_SLOT], clean_value(value)[:MAX_SLOT]
+    )
 
 
 PETS = r"(?P<k>dog|cat|puppy|kitten|pet|bird|parrot|rabbit|hamster|fish|horse|turtle|snake)"
