@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
 from sqlalchemy import create_engine as sa_create_engine
 from sqlalchemy import event
+from sqlalchemy.dialects.sqlite.aiosqlite import SQLiteDialect_aiosqlite
 from sqlalchemy.engine import URL, Connection, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from agentcore.adapters.db import sqlite_driver
+
 SQLITE_BUSY_TIMEOUT_MS = 5000
+_AIOSQLITE = SQLiteDialect_aiosqlite()
 READ_ONLY = "agentcore_read_only"  # execution option of read-only units of work
 T = TypeVar("T")
 
@@ -28,12 +34,21 @@ _SQLITE_PRAGMAS = (
 )
 
 
-def create_engine(url: str) -> AsyncEngine:
-    """The async engine for ``url`` (``sqlite+aiosqlite:///...`` or ``postgresql+psycopg://...``)."""
+def create_engine(url: str, timeout: float = 5.0) -> AsyncEngine:
+    """The async engine for ``url`` (``sqlite+aiosqlite:///...`` or ``postgresql+psycopg://...``).
+
+    Postgres: connecting, and waiting for a pooled connection, each give up after
+    ``timeout`` seconds (an unreachable server fails the call instead of holding it)."""
     if make_url(url).get_backend_name() == "sqlite":
         return _sqlite_engine(url)
     return create_async_engine(
-        url, pool_size=10, max_overflow=20, pool_pre_ping=True, pool_recycle=1800
+        url,
+        pool_size=10,
+        max_overflow=20,
+        pool_pre_ping=True,
+        pool_recycle=1800,
+        pool_timeout=timeout,
+        connect_args={"connect_timeout": max(1, math.ceil(timeout))},
     )
 
 
@@ -41,9 +56,11 @@ def _sqlite_engine(url: str) -> AsyncEngine:
     database = make_url(url).database
     if database and database != ":memory:" and not database.startswith("file:"):
         Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    args, kwargs = _AIOSQLITE.create_connect_args(make_url(url))
+    kwargs["timeout"] = SQLITE_BUSY_TIMEOUT_MS / 1000
     engine = create_async_engine(
         url,
-        connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
+        async_creator=partial(sqlite_driver.connect, *args, writers=asyncio.Lock(), **kwargs),
         pool_size=5,
         max_overflow=0,
         pool_timeout=30,
@@ -69,7 +86,7 @@ def _sqlite_engine(url: str) -> AsyncEngine:
         if connection.get_execution_options().get(READ_ONLY):
             connection.exec_driver_sql("BEGIN DEFERRED")
         else:
-            connection.exec_driver_sql("BEGIN IMMEDIATE")
+            connection.exec_driver_sql(sqlite_driver.BEGIN_WRITE)
 
     return engine
 
