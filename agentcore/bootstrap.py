@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -20,11 +21,12 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from agentcore.adapters.db.engine import create_engine
 from agentcore.adapters.db.lexical_search import SqlLexicalIndex
 from agentcore.adapters.db.uow import SqlUnitOfWorkFactory, ping
+from agentcore.adapters.outages import DATABASE, VECTOR_STORE, as_provider_error
 from agentcore.adapters.tokens import BpeTokenCounter
 from agentcore.config import Settings
 from agentcore.domain.ace import AceThresholds
 from agentcore.domain.clock import Clock, utcnow
-from agentcore.domain.errors import ConfigurationError
+from agentcore.domain.errors import AgentCoreError, ConfigurationError
 from agentcore.domain.pricing import PriceTable
 from agentcore.domain.scoring import Weights
 from agentcore.services.access import AccessRecorder
@@ -57,6 +59,7 @@ from agentcore.services.reembedding import (
 )
 from agentcore.services.retrieval import EnhancedRetrieval
 from agentcore.services.semantic import FactExtractor, SemanticMemoryService
+from agentcore.services.startup import Check, StartupChecks
 from agentcore.services.vector_sync import VectorSync
 from agentcore.services.working_memory import WorkingMemoryService, WorkingMemoryStore
 
@@ -97,6 +100,9 @@ class Container:
     consolidator: Consolidator
     access: AccessRecorder
     health: HealthService
+    startup: StartupChecks
+    # Names a failure that means a store is out of reach (adapters/outages.py).
+    outage: Callable[[Exception], AgentCoreError | None]
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
     closers: list[Probe] = field(default_factory=list)
 
@@ -160,6 +166,7 @@ def build_vector_store(settings: Settings) -> VectorStore:
         settings.qdrant_url,
         api_key=None if api_key is None else api_key.get_secret_value(),
         collection=settings.qdrant_collection_name,
+        timeout=max(1, math.ceil(settings.store_timeout_seconds)),
     )
 
 
@@ -186,18 +193,30 @@ async def _build(
     clock: Clock,
     closers: list[Probe],
 ) -> Container:
-    engine = create_engine(settings.sqlalchemy_url)
+    engine = create_engine(settings.sqlalchemy_url, settings.store_timeout_seconds)
     closers.append(engine.dispose)
     uow_factory = SqlUnitOfWorkFactory(engine)
     # The container closes what it built; what a caller passed in stays the caller's.
     if embedder is None:
         embedder = build_embedder(settings)
         closers.append(embedder.close)
-    await _check_embedder(uow_factory, embedder)
     if vectors is None:
         vectors = build_vector_store(settings)
         closers.append(vectors.close)
-    await vectors.ensure_collection(embedder.dimension, embedder.model_name)
+    collection = partial(vectors.ensure_collection, embedder.dimension, embedder.model_name)
+    startup = StartupChecks(
+        [
+            Check(
+                "the embedder check",
+                DATABASE,
+                partial(_check_embedder, uow_factory, embedder),
+                guards_calls=True,
+            ),
+            Check("the vector collection", VECTOR_STORE, collection),
+        ]
+    )
+    if not await startup.run():
+        log.warning("starting degraded, waiting for: %s", ", ".join(startup.waiting_for))
 
     sync = VectorSync(uow_factory, vectors, embedder, clock)
     access = AccessRecorder(uow_factory)
@@ -376,6 +395,8 @@ async def _build(
         access=access,
         registry=registry,
         health=health,
+        startup=startup,
+        outage=as_provider_error,
         closers=closers,
     )
 
@@ -445,7 +466,13 @@ def build_working_store(settings: Settings, closers: list[Probe]) -> WorkingMemo
 
     from agentcore.adapters.working.redis_store import RedisWorkingMemoryStore
 
-    client = aioredis.Redis.from_url(settings.redis_url, db=settings.redis_memory_db)
+    timeout = settings.store_timeout_seconds
+    client = aioredis.Redis.from_url(
+        settings.redis_url,
+        db=settings.redis_memory_db,
+        socket_timeout=timeout,
+        socket_connect_timeout=timeout,
+    )
     closers.append(client.aclose)
     return RedisWorkingMemoryStore(client, ttl_seconds=settings.working_memory_ttl)
 

@@ -159,6 +159,10 @@ class Settings(BaseSettings):
     # A search waits at most this long for the vectors its scopes are owed (write-behind
     # indexing, services/indexer.py); 0: it never waits (findable by words at once).
     index_wait_seconds: float = Field(5.0, ge=0)
+    # The longest a call waits for a server store that does not answer (connecting to
+    # Postgres, Redis, Qdrant or the broker, or for a pooled database connection) before it
+    # fails with a retryable PROVIDER_ERROR.
+    store_timeout_seconds: float = Field(5.0, gt=0)
     vector_sync_interval: float = Field(1.0, gt=0)
     vector_flush_interval: float = Field(30.0, gt=0)
 

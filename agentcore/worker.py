@@ -73,6 +73,7 @@ async def _call(job: Callable[[Container], Awaitable[T]], container: Container) 
 def celery_app(settings: Settings) -> Celery:
     """The Celery app of both sides: the API publishes jobs with it, workers run them."""
     app = Celery("agentcore", broker=settings.redis_url, backend=settings.redis_url)
+    timeout = settings.store_timeout_seconds
     app.conf.update(
         task_serializer="json",
         result_serializer="json",
@@ -83,6 +84,13 @@ def celery_app(settings: Settings) -> Celery:
         worker_prefetch_multiplier=1,
         broker_connection_retry_on_startup=True,
         result_expires=24 * 3600,
+        # A broker or result backend that does not answer fails the call (a retryable
+        # PROVIDER_ERROR) within about STORE_TIMEOUT_SECONDS instead of holding it.
+        broker_connection_timeout=timeout,
+        broker_transport_options={"socket_timeout": timeout, "socket_connect_timeout": timeout},
+        redis_socket_timeout=timeout,
+        redis_socket_connect_timeout=timeout,
+        task_publish_retry_policy={"max_retries": 1, "interval_start": 0, "interval_step": 0.5},
         beat_schedule=_schedule(settings),
     )
     return app

@@ -51,7 +51,8 @@ class Server:
         self.process: subprocess.Popen[bytes] | None = None
         self.verify: bool | ssl.SSLContext = True
 
-    def start(self, timeout: float = 60) -> None:
+    def start(self, timeout: float = 60, *, until: str = "/health") -> None:
+        """Start, and wait until ``until`` answers 200 (``/livez``: serving, stores or not)."""
         argv = [*self.command, "serve", "--port", str(self.port), *self.serve_args]
         stderr = None if self.log is None else self.log.open("ab")
         self.process = subprocess.Popen(argv, env=self.env, cwd=self.cwd, stderr=stderr)
@@ -62,7 +63,7 @@ class Server:
             if self.process.poll() is not None:
                 raise AssertionError(f"the server exited with {self.process.returncode}")
             try:
-                health = httpx.get(f"{self.base}/health", timeout=1, verify=self.verify)
+                health = httpx.get(f"{self.base}{until}", timeout=1, verify=self.verify)
                 if health.status_code == 200:
                     return
             except httpx.HTTPError:

@@ -97,6 +97,23 @@ def create_app(
         body = HealthResult.of(report).model_dump(mode="json")
         return JSONResponse(body, status_code=200 if report.ok else 503)
 
+    async def livez(request: Request) -> Response:
+        """The process serves requests: no store is asked (an orchestrator restarts a process
+        that fails this, and a store's outage must not restart every replica)."""
+        return JSONResponse({"status": "alive"})
+
+    async def readyz(request: Request) -> Response:
+        """Every store answers and start-up is done: a load balancer may send calls here."""
+        container = request.app.state.container
+        report = await container.health.check()
+        startup = container.startup
+        waiting = [] if startup.failure else startup.waiting_for
+        failed = None if startup.failure is None else startup.failure.message
+        ready = report.ok and startup.done and failed is None
+        down = sorted(name for name, status in report.components.items() if not status.up)
+        body = {"ready": ready, "unavailable": down, "starting": waiting, "failed": failed}
+        return JSONResponse(body, status_code=200 if ready else 503)
+
     async def metrics(request: Request) -> Response:
         token = settings.agentcore_metrics_token
         if token is not None and not token_matches(
@@ -110,6 +127,8 @@ def create_app(
         Route("/rpc", rpc, methods=["POST"]),
         Route("/mcp", _Mcp()),  # an ASGI app: every HTTP method goes to the MCP transport
         Route("/health", health, methods=["GET"]),
+        Route("/livez", livez, methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
     ]
     return Starlette(routes=routes, lifespan=lifespan)

@@ -15,7 +15,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -82,7 +82,11 @@ class Gate:
         rate: RateSettings,
         registry: CollectorRegistry,
         origins: Sequence[str] = (),
+        refuse: Callable[[], None] = lambda: None,
     ) -> None:
+        """``refuse`` raises when the service takes no call now (start-up is not done or
+        failed for good: ``services/startup.py``)."""
+        self._refuse = refuse
         self._keys = keys
         self._origins = frozenset(origins)
         self._rate = rate
@@ -127,7 +131,9 @@ class Gate:
         return key
 
     def check(self, key: ApiKey | None, method: str, params: Any) -> None:
-        """Raises ``Forbidden`` or ``RateLimited`` for one call of ``key``."""
+        """Raises ``Forbidden`` or ``RateLimited`` for one call of ``key`` (or what ``refuse``
+        raises, for every call)."""
+        self._refuse()
         if key is None:
             return
         try:

@@ -93,9 +93,18 @@ def field_errors(exc: ValidationError) -> list[dict[str, str]]:
 
 
 class JsonRpcEndpoint:
-    def __init__(self, methods: Mapping[str, RpcMethod], metrics: RpcMetrics) -> None:
+    def __init__(
+        self,
+        methods: Mapping[str, RpcMethod],
+        metrics: RpcMetrics,
+        outage: Callable[[Exception], AgentCoreError | None] = lambda _: None,
+    ) -> None:
+        """``outage`` names a failure that means a store is out of reach (the composition
+        root's, from the adapters): it is answered as that retryable error, logged on one
+        line, where any other unexpected failure is ``INTERNAL_ERROR`` with its traceback."""
         self._methods = methods
         self._metrics = metrics
+        self._outage = outage
         self._jsonrpc_methods = {name: self._bind(method) for name, method in methods.items()}
 
     async def handle(self, body: bytes, guard: Guard | None = None) -> Any:
@@ -175,19 +184,28 @@ class JsonRpcEndpoint:
             except ValidationError as exc:
                 outcome = "INVALID_PARAMS"
                 return _error(errors.invalid_params(field_errors(exc)))
-            except AgentCoreError as exc:
-                outcome = exc.code
-                if exc.code == "INTERNAL_ERROR":
-                    log.error("%s failed: %s", method.name, exc.message)
-                return _error(errors.from_exception(exc))
-            except Exception:
-                outcome = "INTERNAL_ERROR"
-                log.exception("%s failed unexpectedly", method.name)
-                return _error(errors.internal_error())
+            except Exception as exc:
+                known = exc if isinstance(exc, AgentCoreError) else self._outage(exc)
+                if known is None:
+                    outcome = "INTERNAL_ERROR"
+                    log.exception("%s failed unexpectedly", method.name)
+                    return _error(errors.internal_error())
+                outcome = known.code
+                if known.code == "INTERNAL_ERROR":
+                    log.error("%s failed: %s", method.name, known.message)
+                elif known.code == "PROVIDER_ERROR":
+                    log.warning("%s: %s", method.name, _cause(known))
+                return _error(errors.from_exception(known))
             finally:
                 self._metrics.observe(method.name, outcome, time.perf_counter() - started)
 
         return call
+
+
+def _cause(exc: AgentCoreError) -> str:
+    """One line for the log: the message, and the type of the driver error behind it."""
+    cause = exc.__cause__
+    return exc.message if cause is None else f"{exc.message} ({type(cause).__name__})"
 
 
 def _already_parsed(request: Any) -> Any:

@@ -20,12 +20,14 @@ from agentcore.api.rpc import JsonRpcEndpoint, RpcMethod
 from agentcore.bootstrap import Container, build_container
 from agentcore.config import Settings
 from agentcore.domain.errors import ConfigurationError
+from agentcore.services.failures import log_failure
 
 log = logging.getLogger(__name__)
 
 WORKING_SWEEP_SECONDS = 60.0  # idle working-memory sessions move to the episodic layer
 ACCESS_FLUSH_SECONDS = 1.0  # retrieval access counts are written in batches
 PENDING_STAGES_SECONDS = 5.0  # stages that ended by an automatic transition get compressed
+STARTUP_RETRY_SECONDS = 1.0  # start-up work that waits for a store is retried this often
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,8 +51,14 @@ async def running(
     runtime = Runtime(
         container,
         methods,
-        JsonRpcEndpoint(methods, RpcMetrics(container.registry)),
-        Gate(keys, rate, container.registry, settings.agentcore_allowed_origins),
+        JsonRpcEndpoint(methods, RpcMetrics(container.registry), container.outage),
+        Gate(
+            keys,
+            rate,
+            container.registry,
+            settings.agentcore_allowed_origins,
+            container.startup.admit,
+        ),
     )
     # What start-up built lives as long as the process: out of the cycle collector's sight,
     # a full collection walks only what requests allocate (at 10k memories it took ~100 ms
@@ -71,6 +79,7 @@ async def running(
 
 def _loops(settings: Settings, container: Container, stop: asyncio.Event) -> list[tuple[str, Any]]:
     loops: list[tuple[str, Any]] = [
+        ("start-up", container.startup.keep_trying(STARTUP_RETRY_SECONDS, stop)),
         (
             "vector-sync",
             container.vector_sync.run(
@@ -107,8 +116,8 @@ async def _every(
     while not stop.is_set():
         try:
             await step()
-        except Exception:
-            log.exception("background step failed")
+        except Exception as exc:
+            log_failure(log, "background step failed", exc)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), timeout=seconds)
 

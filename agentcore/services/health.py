@@ -8,6 +8,8 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
+from agentcore.services.failures import log_failure
+
 log = logging.getLogger(__name__)
 
 Probe = Callable[[], Awaitable[None]]
@@ -48,8 +50,8 @@ class HealthService:
         components = dict(zip(names, statuses, strict=True))
         try:
             pending = await self._pending()
-        except Exception:  # reported as unknown rather than failing the health call
-            log.exception("counting pending vector writes failed")
+        except Exception as exc:  # reported as unknown rather than failing the health call
+            log_failure(log, "counting pending vector writes failed", exc)
             pending = -1
         return HealthReport(
             ok=all(s.up for s in statuses),

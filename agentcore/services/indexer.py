@@ -21,6 +21,7 @@ from collections import deque
 from collections.abc import Collection, Sequence
 
 from agentcore.domain.models import Memory
+from agentcore.services.failures import log_failure
 from agentcore.services.ports import OutboxEntry
 from agentcore.services.vector_sync import UPSERT, VectorSync
 
@@ -83,8 +84,10 @@ class VectorIndexer:
             entries = [entry for _, entry in batch]
             try:
                 await self._sync.apply(entries)
-            except Exception:  # the entries stay in the outbox: replayed by VectorSync
-                log.exception("indexing %d vectors failed; they will be replayed", len(batch))
+            except Exception as exc:  # the entries stay in the outbox: replayed by VectorSync
+                log_failure(
+                    log, f"indexing {len(batch)} vectors failed; they will be replayed", exc
+                )
             finally:
                 self._sync.release([entry.id for entry in entries])
             async with self._changed:

@@ -19,6 +19,7 @@ from functools import partial
 from agentcore.domain.clock import Clock
 from agentcore.domain.errors import AgentCoreError
 from agentcore.domain.models import Memory
+from agentcore.services.failures import log_failure
 from agentcore.services.ports import (
     NEVER_EXPIRES,
     Embedder,
@@ -206,5 +207,5 @@ class VectorSync:
     async def _guarded(self, step: Callable[[], Awaitable[int]]) -> None:
         try:
             await step()
-        except Exception:  # the loop must outlive any single failure; it is logged
-            log.exception("vector sync step failed")
+        except Exception as exc:  # the loop must outlive any single failure; it is logged
+            log_failure(log, "vector sync step failed", exc)

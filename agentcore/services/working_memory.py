@@ -30,6 +30,7 @@ from agentcore.domain.clock import Clock
 from agentcore.domain.errors import ContentTooLong, InvalidParams, MissingIdentifier
 from agentcore.domain.models import ScopeIds, new_id
 from agentcore.domain.records import check_content
+from agentcore.services.failures import log_failure
 from agentcore.services.ports import EpisodeItem, EpisodeSink
 
 log = logging.getLogger(__name__)
@@ -283,8 +284,8 @@ class WorkingMemoryService:
                 await self._store.release(session_id, Reason.IDLE, idle_before)
                 handed += len(await self._hand_off(session_id, strict=True))
                 await self._store.settle(session_id, [])  # forgets a session left empty
-            except Exception:  # one session's failure must not stop the sweep; it stays owed
-                log.exception("handing off the working memory of a session failed")
+            except Exception as exc:  # one session's failure must not stop the sweep
+                log_failure(log, "handing off the working memory of a session failed", exc)
         return SweepReport(idle_sessions=len(idle), items_handed_off=handed)
 
     async def flush_all(self, max_rounds: int = 1000) -> int:
@@ -320,12 +321,12 @@ class WorkingMemoryService:
                     episodes = [_episode(d.item) for d in batch]
                     memory_ids += await self._sink.record(scope, episodes, reason.value)
                     await self._store.settle(session_id, [d.item.id for d in batch])
-        except Exception:
+        except Exception as exc:
             if strict:
                 raise
             # The write that moved the items has succeeded; they wait in the outbox for the
             # next eviction, a flush or the sweep.
-            log.exception("handing off working memory failed; it stays owed")
+            log_failure(log, "handing off working memory failed; it stays owed", exc)
         finally:
             self._handing_off[session_id] -= 1
             if not self._handing_off[session_id]:

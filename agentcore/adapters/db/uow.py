@@ -24,6 +24,7 @@ from agentcore.adapters.db.stages import (
     SqlStageRepository,
     SqlTaskContextRepository,
 )
+from agentcore.adapters.outages import as_provider_error
 from agentcore.services.ports import (
     CompressionMetricsRepository,
     CostRepository,
@@ -89,7 +90,13 @@ class SqlUnitOfWork:
         session, self._session = self._session, None
         if session is not None:
             # close() rolls back whatever was not committed and returns the connection.
-            await session.close()
+            try:
+                await session.close()
+            except Exception as closing:
+                if exc is None:
+                    raise _named(closing) from closing
+        if exc is not None and (outage := as_provider_error(exc)) is not None:
+            raise outage from exc  # the database is out of reach: a retryable, named error
 
     async def commit(self) -> None:
         if self._session is None:
@@ -113,6 +120,10 @@ class SqlUnitOfWorkFactory:
 
     def __call__(self, *, read_only: bool = False) -> SqlUnitOfWork:
         return SqlUnitOfWork(self._read_sessions if read_only else self._sessions)
+
+
+def _named(exc: Exception) -> Exception:
+    return as_provider_error(exc) or exc
 
 
 async def ping(engine: AsyncEngine) -> None:

@@ -22,6 +22,7 @@ from typing import Any
 from celery import Celery
 from celery.result import AsyncResult
 
+from agentcore.adapters.outages import BROKER, names_outages
 from agentcore.services.jobs import JobState, JobStatus, status_of
 
 RUN_JOB = "agentcore.jobs.run"
@@ -53,9 +54,11 @@ class CeleryJobQueue:
     def __init__(self, app: Celery) -> None:
         self._app = app
 
+    @names_outages(BROKER)
     async def submit(self, kind: str, payload: dict[str, Any]) -> str:
         return await asyncio.to_thread(self._submit, kind, payload)
 
+    @names_outages(BROKER)
     async def status(self, job_id: str) -> JobStatus | None:
         return await asyncio.to_thread(self._read, job_id)
 

@@ -18,6 +18,7 @@ from qdrant_client import AsyncQdrantClient, models
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 from qdrant_client.local.async_qdrant_local import AsyncQdrantLocal
 
+from agentcore.adapters.outages import VECTOR_STORE
 from agentcore.adapters.vectors.payload import (
     BOOL_FIELDS,
     FLOAT_FIELDS,
@@ -76,12 +77,14 @@ def _provider_errors(op: str) -> Iterator[None]:
     except UnexpectedResponse as exc:
         logger.error("qdrant %s failed: HTTP %s %s", op, exc.status_code, exc.reason_phrase)
         raise ProviderError(
-            f"vector store {op} failed (HTTP {exc.status_code})", operation=op
+            f"vector store {op} failed (HTTP {exc.status_code})", operation=op, store=VECTOR_STORE
         ) from exc
     except (ResponseHandlingException, httpx.HTTPError, grpc.RpcError) as exc:
         logger.error("qdrant %s failed: %r", op, exc)
         raise ProviderError(
-            f"vector store {op} failed: Qdrant unreachable or timed out", operation=op
+            f"vector store {op} failed: Qdrant unreachable or timed out",
+            operation=op,
+            store=VECTOR_STORE,
         ) from exc
 
 
@@ -180,8 +183,11 @@ class QdrantServerVectorStore:
         await self._client.close()
 
     def _require_dimension(self) -> int:
-        if not self._dimension:
-            raise ConfigurationError("the vector store is not open: call ensure_collection first")
+        if not self._dimension:  # start-up has not reached Qdrant yet (services/startup.py)
+            raise ProviderError(
+                "the vector store is not ready: its collection is not checked yet; retry later",
+                store=VECTOR_STORE,
+            )
         return self._dimension
 
     async def _create(self, dimension: int, embedder_name: str) -> None:

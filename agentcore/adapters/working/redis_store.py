@@ -30,6 +30,7 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
+from agentcore.adapters.outages import REDIS, names_outages
 from agentcore.domain.models import ScopeIds
 from agentcore.services.working_memory import (
     Appended,
@@ -167,6 +168,7 @@ class RedisWorkingMemoryStore:
         """How long Redis keeps a session's keys after its last write."""
         return self._expire
 
+    @names_outages(REDIS)
     async def append(self, item: WorkingItem, max_tokens: int, idle_before: datetime) -> Appended:
         items, meta, outbox = self._keys(item.session_id)
         total, idle, departed = await self._append(
@@ -185,6 +187,7 @@ class RedisWorkingMemoryStore:
         moved = _decode_many(departed)
         return Appended([Departure(m, r) for m, r in zip(moved, reasons, strict=True)], int(total))
 
+    @names_outages(REDIS)
     async def snapshot(self, session_id: str) -> Snapshot:
         items, meta, _ = self._keys(session_id)
         async with self._client.pipeline(transaction=True) as pipe:
@@ -194,11 +197,13 @@ class RedisWorkingMemoryStore:
         last_write = None if last is None else datetime.fromtimestamp(float(last), UTC)
         return Snapshot(_decode_many(raws), last_write)
 
+    @names_outages(REDIS)
     async def clear(self, session_id: str) -> int:
         items, meta, outbox = self._keys(session_id)
         dropped = await self._clear(keys=[items, meta, outbox, self._sessions], args=[session_id])
         return int(dropped)
 
+    @names_outages(REDIS)
     async def release(self, session_id: str, reason: Reason, idle_before: datetime | None) -> int:
         items, meta, outbox = self._keys(session_id)
         cutoff = "" if idle_before is None else repr(idle_before.timestamp())
@@ -208,12 +213,14 @@ class RedisWorkingMemoryStore:
         )
         return int(moved)
 
+    @names_outages(REDIS)
     async def outbox(self, session_id: str) -> list[Departure]:
         _, _, outbox = self._keys(session_id)
         entries = [json.loads(raw) for raw in await self._client.hvals(outbox)]
         departures = [Departure(_item(e["item"]), Reason(e["reason"])) for e in entries]
         return sorted(departures, key=lambda d: d.item.at)
 
+    @names_outages(REDIS)
     async def settle(self, session_id: str, item_ids: Sequence[str]) -> None:
         items, meta, outbox = self._keys(session_id)
         await self._settle(
@@ -221,12 +228,14 @@ class RedisWorkingMemoryStore:
             args=[session_id, *item_ids],
         )
 
+    @names_outages(REDIS)
     async def idle_sessions(self, idle_before: datetime, limit: int) -> list[str]:
         found = await self._client.zrangebyscore(
             self._sessions, "-inf", f"({idle_before.timestamp()!r}", start=0, num=limit
         )
         return [_text(value) for value in found]
 
+    @names_outages(REDIS)
     async def sessions_with_outbox(self, limit: int) -> list[str]:
         found = await self._client.srandmember(self._owing, limit)
         return [_text(value) for value in found or []]
