@@ -70,6 +70,11 @@ async def _call(job: Callable[[Container], Awaitable[T]], container: Container) 
     return await job(container)
 
 
+# Publishing a job, or reaching the result backend, is retried once: the defaults (3 and 20
+# retries about a second apart) held a call ~20 s before it could fail.
+_ONE_RETRY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5}
+
+
 def celery_app(settings: Settings) -> Celery:
     """The Celery app of both sides: the API publishes jobs with it, workers run them."""
     app = Celery("agentcore", broker=settings.redis_url, backend=settings.redis_url)
@@ -90,7 +95,8 @@ def celery_app(settings: Settings) -> Celery:
         broker_transport_options={"socket_timeout": timeout, "socket_connect_timeout": timeout},
         redis_socket_timeout=timeout,
         redis_socket_connect_timeout=timeout,
-        task_publish_retry_policy={"max_retries": 1, "interval_start": 0, "interval_step": 0.5},
+        task_publish_retry_policy=_ONE_RETRY,
+        result_backend_transport_options={"retry_policy": _ONE_RETRY},
         beat_schedule=_schedule(settings),
     )
     return app

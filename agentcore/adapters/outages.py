@@ -54,7 +54,10 @@ def unavailable_store(exc: BaseException) -> str | None:
         return REDIS
     if isinstance(exc, BrokerError):
         return BROKER
-    return None
+    # A library's own error raised from an outage is that outage (Celery's result backend
+    # gives up on Redis with a RuntimeError raised from the ConnectionError).
+    cause = exc.__cause__
+    return None if cause is None or cause is exc else unavailable_store(cause)
 
 
 def as_provider_error(exc: BaseException) -> ProviderError | None:

@@ -211,3 +211,26 @@ def _late_stores(caller: Caller, database: CuttableProxy) -> None:
     assert stored["content"] == "The database came back"
     caller.unavailable("memory.search", "vector_store", query="database came back", **scope)
     assert caller.probe("/health")[1]["pending_vector_writes"] >= 1
+
+
+def test_the_service_starts_without_redis_and_its_broker(tmp_path: Path) -> None:
+    """The embedded database with Redis (working memory, the job broker) at a port where
+    nothing listens: what needs Redis fails, named and retryable; the rest is served."""
+    server = _server(tmp_path, "", f"redis://127.0.0.1:{free_port()}/0")
+    server.env.pop("DATABASE_URL")
+    with _running(server, until="/livez"), contextlib.closing(Caller(server)) as caller:
+        status, ready = caller.probe("/readyz")
+        assert (status, ready["unavailable"], ready["starting"]) == (503, ["redis"], [])
+        scope = {"user_id": "no-redis", "task_id": "no-redis-task"}
+        added = caller.ok("memory.add", content="Stored without Redis", **scope)
+        found = caller.ok("memory.search", query="stored without redis", **scope)["results"]
+        assert [hit["memory"]["id"] for hit in found] == [added["memory_id"]]
+        session = {"session_id": "no-redis-session", "user_id": "no-redis"}
+        caller.unavailable("memory.working.append", "redis", content="Lost?", **session)
+        stage = caller.ok("memory.stage.start", stage_type="planning", **scope)["stage"]
+        caller.ok("memory.add", content="Plan: ship the fix on Monday", **scope)
+        # The job queue's Redis (broker and result backend) is the store it names.
+        caller.unavailable(
+            "memory.stage.complete", "redis", stage_id=stage["id"], wait=False, **scope
+        )
+    _no_traceback(tmp_path / "server.log")

@@ -34,6 +34,11 @@ def _wrapped(orig: BaseException) -> sqlalchemy.exc.DBAPIError:
     return sqlalchemy.exc.OperationalError("SELECT 1", {}, orig)  # type: ignore[arg-type]
 
 
+def _raised_from(error: BaseException, cause: BaseException) -> BaseException:
+    error.__cause__ = cause
+    return error
+
+
 @pytest.mark.parametrize(
     ("error", "store"),
     [
@@ -47,6 +52,11 @@ def _wrapped(orig: BaseException) -> sqlalchemy.exc.DBAPIError:
         (redis.exceptions.TimeoutError("Timeout reading from socket"), REDIS),
         (BrokerError("Error 111 connecting to 127.0.0.1:6379"), BROKER),
         (ValueError("not an outage"), None),
+        (
+            _raised_from(RuntimeError("retry limit exceeded"), redis.exceptions.ConnectionError()),
+            REDIS,
+        ),
+        (_raised_from(RuntimeError("a defect"), ValueError("bad value")), None),
         (ProviderError("already named", store="vector_store"), None),
     ],
 )

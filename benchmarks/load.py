@@ -1,0 +1,222 @@
+"""Throughput under load: mixed memory.add / memory.search calls with many in flight.
+
+Starts `agentcore serve` in a fresh data directory, embedded (SQLite, qdrant-edge, the local
+embedder) or in production mode (a fresh Postgres database migrated with `agentcore migrate`,
+Redis; vectors stay on qdrant-edge: no Qdrant server here), loads --preload LoCoMo turns into
+one user's scope with memory.add_batch, then sends --calls calls, half single memory.add
+(LoCoMo turns not loaded) and half memory.search (LoCoMo questions, limit 10), in random
+order, keeping --in-flight of them outstanding over HTTP/1.1 connections. Reports calls/s,
+the latency percentiles of each kind, the errors by code, and checks that every acknowledged
+add is stored (memory.get of each id after the run: "lost" must be 0).
+
+Beside it, the floor: the embeddings per second the configured local model does on this
+machine's cores in batches of 64 texts (in this process, one onnxruntime thread per core):
+an add costs one embedding and a search one query embedding, so that rate bounds the calls.
+
+    .venv/bin/python benchmarks/load.py [--mode embedded|production] [--calls 1000]
+        [--in-flight 50] [--preload 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import random
+import secrets
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from service_latency import corpus
+
+from agentcore.adapters.embedders.local_minilm import LocalMiniLMEmbedder
+
+USER = "load-user"
+PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/test"
+
+
+def embedding_floor(texts: list[str]) -> dict[str, float]:
+    """Embeddings per second in batches of 64, one onnxruntime thread per core."""
+    cores = os.cpu_count() or 1
+    embedder = LocalMiniLMEmbedder(threads=cores, batch_size=64)
+    sample = texts[:1024]
+
+    async def embed_all() -> float:
+        await embedder.embed(sample[:64])  # warm-up
+        started = time.perf_counter()
+        for start in range(0, len(sample), 64):
+            await embedder.embed(sample[start : start + 64])
+        seconds = time.perf_counter() - started
+        await embedder.close()
+        return seconds
+
+    seconds = asyncio.run(embed_all())
+    return {"texts": len(sample), "embeddings_per_second": round(len(sample) / seconds, 1)}
+
+
+def percentiles(samples: list[float]) -> dict[str, float]:
+    if not samples:
+        return {}
+    ordered = sorted(samples)
+
+    def pick(q: float) -> float:
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+    return {
+        "p50_ms": round(statistics.median(ordered), 1),
+        "p95_ms": round(pick(0.95), 1),
+        "p99_ms": round(pick(0.99), 1),
+    }
+
+
+async def rpc(http: httpx.AsyncClient, url: str, method: str, params: dict[str, Any]) -> Any:
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    return (await http.post(url, json=body)).json()
+
+
+async def drive(
+    url: str, turns: list[str], questions: list[str], args: argparse.Namespace
+) -> dict[str, Any]:
+    limits = httpx.Limits(max_connections=args.in_flight, max_keepalive_connections=args.in_flight)
+    async with httpx.AsyncClient(timeout=120, limits=limits) as http:
+        for start in range(0, args.preload, 100):
+            items = [{"content": t, "user_id": USER} for t in turns[start : start + 100]]
+            reply = await rpc(http, url, "memory.add_batch", {"items": items})
+            assert "result" in reply, reply
+        await rpc(http, url, "memory.search", {"query": "warm up", "user_id": USER})
+
+        rng = random.Random(5)
+        fresh = turns[args.preload :] or turns
+        calls: list[tuple[str, dict[str, Any]]] = []
+        for n in range(args.calls):
+            if n % 2:
+                calls.append(("memory.search", {"query": rng.choice(questions), "limit": 10}))
+            else:
+                calls.append(("memory.add", {"content": f"{fresh[n % len(fresh)]} (#{n})"}))
+        rng.shuffle(calls)
+        latency: dict[str, list[float]] = {"memory.add": [], "memory.search": []}
+        errors: Counter[str] = Counter()
+        acknowledged: list[str] = []
+        queue: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
+        for call in calls:
+            queue.put_nowait(call)
+
+        async def worker() -> None:
+            while not queue.empty():
+                method, params = queue.get_nowait()
+                started = time.perf_counter()
+                try:
+                    reply = await rpc(http, url, method, {**params, "user_id": USER})
+                except httpx.HTTPError as exc:
+                    errors[type(exc).__name__] += 1
+                    continue
+                latency[method].append((time.perf_counter() - started) * 1000)
+                if "error" in reply:
+                    errors[reply["error"]["data"]["code"]] += 1
+                elif method == "memory.add":
+                    acknowledged.append(reply["result"]["memory_id"])
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(args.in_flight)))
+        seconds = time.perf_counter() - started
+
+        lost = 0
+        for memory_id in acknowledged:
+            got = await rpc(http, url, "memory.get", {"memory_id": memory_id, "user_id": USER})
+            lost += "result" not in got
+    every = latency["memory.add"] + latency["memory.search"]
+    return {
+        "calls": args.calls,
+        "in_flight": args.in_flight,
+        "seconds": round(seconds, 2),
+        "calls_per_second": round(args.calls / seconds, 1),
+        "all": percentiles(every),
+        "memory.add": percentiles(latency["memory.add"]),
+        "memory.search": percentiles(latency["memory.search"]),
+        "errors": dict(errors),
+        "acknowledged_adds": len(acknowledged),
+        "lost": lost,
+    }
+
+
+def production_env(data_dir: str) -> tuple[dict[str, str], str]:
+    """A fresh Postgres database, migrated; Redis. Returns the env and the database's name."""
+    import psycopg
+
+    name = f"agentcore_load_{secrets.token_hex(4)}"
+    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    env = {
+        **os.environ,
+        "AGENTCORE_DATA_DIR": data_dir,
+        "DATABASE_URL": f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}",
+        "REDIS_URL": "redis://127.0.0.1:6379/12",
+        "LOG_LEVEL": "WARNING",
+    }
+    subprocess.run([sys.executable, "-m", "agentcore.cli", "migrate"], env=env, check=True)
+    return env, name
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mode", choices=["embedded", "production"], default="embedded")
+    parser.add_argument("--calls", type=int, default=1000)
+    parser.add_argument("--in-flight", type=int, default=50)
+    parser.add_argument("--preload", type=int, default=2000)
+    args = parser.parse_args()
+    turns, questions = corpus()
+    report: dict[str, Any] = {"mode": args.mode}
+    with tempfile.TemporaryDirectory() as data_dir, socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()
+        database = None
+        if args.mode == "production":
+            env, database = production_env(data_dir)
+        else:
+            env = {**os.environ, "AGENTCORE_DATA_DIR": data_dir, "LOG_LEVEL": "WARNING"}
+            for name in ("DATABASE_URL", "QDRANT_URL", "REDIS_URL"):
+                env.pop(name, None)
+        server = subprocess.Popen(
+            [sys.executable, "-m", "agentcore.cli", "serve", "--port", str(port)], env=env
+        )
+        try:
+            base = f"http://127.0.0.1:{port}"
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                try:
+                    if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    time.sleep(0.3)
+            report.update(asyncio.run(drive(f"{base}/rpc", turns, questions, args)))
+        finally:
+            server.terminate()
+            server.wait(timeout=60)
+            if database is not None:
+                import psycopg
+
+                with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+                    conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+    report["floor"] = embedding_floor(turns)
+    report["machine"] = (
+        f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    )
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
