@@ -27,7 +27,6 @@ import platform
 import random
 import secrets
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -40,7 +39,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from service_latency import corpus
+from service_latency import corpus, percentiles
 
 from agentcore.adapters.embedders.local_minilm import LocalMiniLMEmbedder
 
@@ -65,21 +64,6 @@ def embedding_floor(texts: list[str]) -> dict[str, float]:
 
     seconds = asyncio.run(embed_all())
     return {"texts": len(sample), "embeddings_per_second": round(len(sample) / seconds, 1)}
-
-
-def percentiles(samples: list[float]) -> dict[str, float]:
-    if not samples:
-        return {}
-    ordered = sorted(samples)
-
-    def pick(q: float) -> float:
-        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-    return {
-        "p50_ms": round(statistics.median(ordered), 1),
-        "p95_ms": round(pick(0.95), 1),
-        "p99_ms": round(pick(0.99), 1),
-    }
 
 
 async def rpc(http: httpx.AsyncClient, url: str, method: str, params: dict[str, Any]) -> Any:
@@ -143,9 +127,9 @@ async def drive(
         "in_flight": args.in_flight,
         "seconds": round(seconds, 2),
         "calls_per_second": round(args.calls / seconds, 1),
-        "all": percentiles(every),
-        "memory.add": percentiles(latency["memory.add"]),
-        "memory.search": percentiles(latency["memory.search"]),
+        "all": percentiles(every, []),
+        "memory.add": percentiles(latency["memory.add"], []),
+        "memory.search": percentiles(latency["memory.search"], []),
         "errors": dict(errors),
         "acknowledged_adds": len(acknowledged),
         "lost": lost,
@@ -166,7 +150,8 @@ def production_env(data_dir: str) -> tuple[dict[str, str], str]:
         "REDIS_URL": "redis://127.0.0.1:6379/12",
         "LOG_LEVEL": "WARNING",
     }
-    subprocess.run([sys.executable, "-m", "agentcore.cli", "migrate"], env=env, check=True)
+    migrate = [sys.executable, "-m", "agentcore.cli", "migrate"]
+    subprocess.run(migrate, env=env, check=True, stdout=subprocess.DEVNULL)
     return env, name
 
 
