@@ -24,8 +24,8 @@ from agentcore.adapters.jobs.celery_queue import (
 )
 from agentcore.bootstrap import Container, build_container
 from agentcore.config import Settings
-from agentcore.domain.errors import ConfigurationError
-from agentcore.services.jobs import run_job
+from agentcore.domain.errors import AgentCoreError, ConfigurationError
+from agentcore.services.jobs import failed, run_job
 from agentcore.services.lifecycle.consolidation import CONSOLIDATE
 from agentcore.services.lifecycle.expiry import SWEEP_EXPIRED
 
@@ -68,6 +68,20 @@ class WorkerRuntime:
 
 async def _call(job: Callable[[Container], Awaitable[T]], container: Container) -> T:
     return await job(container)
+
+
+async def _job(container: Container, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """One job, once the worker's start-up work is done: a worker that started while a store
+    was away tries that work again first (services/startup.py); until the embedder check
+    passes, a job fails as retryable."""
+    startup = container.startup
+    try:
+        if not startup.done:
+            await startup.run()
+        startup.admit()
+    except AgentCoreError as exc:
+        return failed(exc)
+    return await run_job(container.job_handlers, kind, payload)
 
 
 # Publishing a job, or reaching the result backend, is retried once: the defaults (3 and 20
@@ -118,7 +132,7 @@ def register_tasks(app: Celery, runtime: WorkerRuntime) -> None:
     def run(task: Any, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
         """One job of the container's handlers; always returns a JSON envelope."""
         with _Heartbeat(app, str(task.request.id)):
-            return runtime.run(lambda c: run_job(c.job_handlers, kind, payload))
+            return runtime.run(lambda c: _job(c, kind, payload))
 
     def first_beat(task_id: str, task: Any, **_: Any) -> None:
         # Before Celery marks the job STARTED, so a started job always has a heartbeat.

@@ -66,12 +66,17 @@ async def run_job(
             raise InvalidParams(f"unknown job kind {kind!r}")
         return {"ok": True, "result": await handler(payload)}
     except AgentCoreError as exc:
-        error = {"code": exc.code, "message": exc.message, "retryable": exc.retryable}
-        return {"ok": False, "error": error}
+        return failed(exc)
     except Exception:  # a job's unexpected failure is its status, logged here
         log.exception("job %s failed unexpectedly", kind)
         error = {"code": "INTERNAL_ERROR", "message": "Internal error", "retryable": True}
         return {"ok": False, "error": error}
+
+
+def failed(exc: AgentCoreError) -> dict[str, Any]:
+    """The envelope of a job that failed with ``exc``."""
+    error = {"code": exc.code, "message": exc.message, "retryable": exc.retryable}
+    return {"ok": False, "error": error}
 
 
 def status_of(job_id: str, envelope: dict[str, Any]) -> JobStatus:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
+from types import SimpleNamespace
 from typing import Any
 
 import psycopg
@@ -161,3 +162,28 @@ async def test_a_check_that_fails_for_good_refuses_every_call() -> None:
         await checks.run()
     with pytest.raises(ConfigurationError):
         checks.admit()
+
+
+async def test_a_worker_runs_a_job_once_its_start_up_is_done() -> None:
+    from agentcore.worker import _job
+
+    up = {"database": False}
+
+    async def embedder_check() -> None:
+        if not up["database"]:
+            raise ProviderError("the database is unavailable; retry later", store=DATABASE)
+
+    async def echo(payload: dict[str, Any]) -> dict[str, Any]:
+        return payload
+
+    container: Any = SimpleNamespace(
+        startup=StartupChecks(
+            [Check("the embedder check", DATABASE, embedder_check, guards_calls=True)]
+        ),
+        job_handlers={"echo": echo},
+    )
+    waiting = await _job(container, "echo", {"n": 1})
+    assert waiting["ok"] is False
+    assert (waiting["error"]["code"], waiting["error"]["retryable"]) == ("PROVIDER_ERROR", True)
+    up["database"] = True
+    assert await _job(container, "echo", {"n": 1}) == {"ok": True, "result": {"n": 1}}
