@@ -26,7 +26,6 @@ import os
 import platform
 import random
 import secrets
-import socket
 import subprocess
 import sys
 import tempfile
@@ -40,6 +39,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from service_latency import corpus, percentiles
+from serving import embedded_env, free_port, serve
 
 from agentcore.adapters.embedders.local_minilm import LocalMiniLMEmbedder
 
@@ -164,20 +164,14 @@ def main() -> None:
     args = parser.parse_args()
     turns, questions = corpus()
     report: dict[str, Any] = {"mode": args.mode}
-    with tempfile.TemporaryDirectory() as data_dir, socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-        s.close()
+    with tempfile.TemporaryDirectory() as data_dir:
+        port = free_port()
         database = None
         if args.mode == "production":
             env, database = production_env(data_dir)
         else:
-            env = {**os.environ, "AGENTCORE_DATA_DIR": data_dir, "LOG_LEVEL": "WARNING"}
-            for name in ("DATABASE_URL", "QDRANT_URL", "REDIS_URL"):
-                env.pop(name, None)
-        server = subprocess.Popen(
-            [sys.executable, "-m", "agentcore.cli", "serve", "--port", str(port)], env=env
-        )
+            env = embedded_env(data_dir)
+        server = serve(env, port)
         try:
             base = f"http://127.0.0.1:{port}"
             deadline = time.monotonic() + 120

@@ -22,11 +22,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,6 +31,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from serving import embedded_env, free_port, serve
 
 DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo10.json"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -176,15 +177,8 @@ def main() -> None:
     extra = {"scoring_weights": {"similarity": 1.0}} if args.similarity_only else {}
 
     with tempfile.TemporaryDirectory() as data_dir:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        env = {**os.environ, "AGENTCORE_DATA_DIR": data_dir, "LOG_LEVEL": "WARNING"}
-        for name in ("DATABASE_URL", "QDRANT_URL", "REDIS_URL"):
-            env.pop(name, None)
-        server = subprocess.Popen(
-            [sys.executable, "-m", "agentcore.cli", "serve", "--port", str(port)], env=env
-        )
+        port = free_port()
+        server = serve(embedded_env(data_dir), port)
         try:
             rpc = Rpc(f"http://127.0.0.1:{port}")
             rpc.wait_ready()

@@ -32,9 +32,7 @@ import json
 import os
 import platform
 import random
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -46,6 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from mem0_oss import SESSION_TURNS as MEM0_SESSION_TURNS
 from mem0_oss import Mem0Timings, run_mem0
+from serving import embedded_env, free_port, serve
 
 from agentcore.config import Settings
 
@@ -146,16 +145,9 @@ def main() -> None:
     warm_up = rng.sample(questions, WARM_UP)
     queries = [rng.choice(questions) for _ in range(args.calls)]
 
-    with tempfile.TemporaryDirectory() as data_dir, socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-        s.close()
-        env = {**os.environ, "AGENTCORE_DATA_DIR": data_dir, "LOG_LEVEL": "WARNING"}
-        for name in ("DATABASE_URL", "QDRANT_URL", "REDIS_URL"):
-            env.pop(name, None)
-        server = subprocess.Popen(
-            [sys.executable, "-m", "agentcore.cli", "serve", "--port", str(port)], env=env
-        )
+    with tempfile.TemporaryDirectory() as data_dir:
+        port = free_port()
+        server = serve(embedded_env(data_dir), port)
         try:
             cpu = ServerCpu(server.pid)
             report = run(f"http://127.0.0.1:{port}", texts, questions, adds, warm_up, queries, cpu)
