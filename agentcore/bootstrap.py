@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -136,9 +137,8 @@ def build_embedder(settings: Settings) -> Embedder:
         )
     from agentcore.adapters.embedders.local_minilm import LocalMiniLMEmbedder
 
-    return LocalMiniLMEmbedder(
-        int8_queries=settings.embedder_query_int8, threads=settings.embedder_threads
-    )
+    threads = settings.embedder_threads or os.cpu_count() or 1
+    return LocalMiniLMEmbedder(int8=settings.embedder_int8, threads=threads)
 
 
 def build_vector_store(settings: Settings) -> VectorStore:
@@ -266,7 +266,12 @@ async def _build(
         async with uow_factory() as uow:
             return await uow.outbox.count()
 
-    health = HealthService(probes, "embedded" if settings.embedded else "production", pending)
+    health = HealthService(
+        probes,
+        "embedded" if settings.embedded else "production",
+        pending,
+        lambda: memory.indexing_backlog,
+    )
     tokens = BpeTokenCounter()  # one tokenizer for working memory and compression
     episodic = EpisodicMemoryService(
         uow_factory,

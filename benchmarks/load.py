@@ -9,9 +9,9 @@ order, keeping --in-flight of them outstanding over HTTP/1.1 connections. Report
 the latency percentiles of each kind, the errors by code, and checks that every acknowledged
 add is stored (memory.get of each id after the run: "lost" must be 0).
 
-Beside it, the floor: the embeddings per second the configured local model does on this
-machine's cores in batches of 64 texts (in this process, one onnxruntime thread per core):
-an add costs one embedding and a search one query embedding, so that rate bounds the calls.
+Beside it, the floor: the embeddings per second the local model does on this machine's
+cores in large batches (in this process, one thread per core): an add costs one embedding and
+a search one query embedding, so that rate bounds the calls.
 
     .venv/bin/python benchmarks/load.py [--mode embedded|production] [--calls 1000]
         [--in-flight 50] [--preload 2000]
@@ -35,10 +35,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import uvloop
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from service_latency import corpus, percentiles
+from rpc_client import RpcConnection
+from service_latency import ServerCpu, corpus, percentiles
 from serving import embedded_env, free_port, serve
 
 from agentcore.adapters.embedders.local_minilm import LocalMiniLMEmbedder
@@ -48,16 +50,15 @@ PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/test"
 
 
 def embedding_floor(texts: list[str]) -> dict[str, float]:
-    """Embeddings per second in batches of 64, one onnxruntime thread per core."""
-    cores = os.cpu_count() or 1
-    embedder = LocalMiniLMEmbedder(threads=cores, batch_size=64)
+    """Embeddings per second of the service's local model (its default precision) on every
+    core: 1,024 texts in one call, which its threads share a batch at a time."""
+    embedder = LocalMiniLMEmbedder(threads=os.cpu_count() or 1)
     sample = texts[:1024]
 
     async def embed_all() -> float:
         await embedder.embed(sample[:64])  # warm-up
         started = time.perf_counter()
-        for start in range(0, len(sample), 64):
-            await embedder.embed(sample[start : start + 64])
+        await embedder.embed(sample)
         seconds = time.perf_counter() - started
         await embedder.close()
         return seconds
@@ -66,63 +67,92 @@ def embedding_floor(texts: list[str]) -> dict[str, float]:
     return {"texts": len(sample), "embeddings_per_second": round(len(sample) / seconds, 1)}
 
 
-async def rpc(http: httpx.AsyncClient, url: str, method: str, params: dict[str, Any]) -> Any:
-    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
-    return (await http.post(url, json=body)).json()
+async def wait_indexed(conn: RpcConnection, seconds: float = 600) -> float:
+    """Wait until the server has embedded every memory it stored; returns when (monotonic)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        health = (await conn.call("memory.health", {}))["result"]
+        if health["indexing_backlog"] == 0:
+            return time.monotonic()
+        await asyncio.sleep(0.05)
+    raise TimeoutError("the server did not finish indexing the preload")
+
+
+async def preload(conn: RpcConnection, turns: list[str], count: int) -> dict[str, Any]:
+    """``count`` turns stored with memory.add_batch (100 a call), then indexed."""
+    started = time.monotonic()
+    for start in range(0, count, 100):
+        items = [{"content": t, "user_id": USER} for t in turns[start : start + 100]]
+        reply = await conn.call("memory.add_batch", {"items": items})
+        assert "result" in reply, reply
+    stored = time.monotonic()
+    indexed = await wait_indexed(conn)
+    return {
+        "memories": count,
+        "stored_per_second": round(count / (stored - started), 1),
+        "indexed_per_second": round(count / (indexed - started), 1),
+    }
 
 
 async def drive(
-    url: str, turns: list[str], questions: list[str], args: argparse.Namespace
+    host: str,
+    port: int,
+    turns: list[str],
+    questions: list[str],
+    args: argparse.Namespace,
+    server: ServerCpu,
 ) -> dict[str, Any]:
-    limits = httpx.Limits(max_connections=args.in_flight, max_keepalive_connections=args.in_flight)
-    async with httpx.AsyncClient(timeout=120, limits=limits) as http:
-        for start in range(0, args.preload, 100):
-            items = [{"content": t, "user_id": USER} for t in turns[start : start + 100]]
-            reply = await rpc(http, url, "memory.add_batch", {"items": items})
-            assert "result" in reply, reply
-        await rpc(http, url, "memory.search", {"query": "warm up", "user_id": USER})
+    conns = [RpcConnection(host, port) for _ in range(args.in_flight)]
+    report: dict[str, Any] = {"preload": await preload(conns[0], turns, args.preload)}
+    await conns[0].call("memory.search", {"query": "warm up", "user_id": USER})
 
-        rng = random.Random(5)
-        fresh = turns[args.preload :] or turns
-        calls: list[tuple[str, dict[str, Any]]] = []
-        for n in range(args.calls):
-            if n % 2:
-                calls.append(("memory.search", {"query": rng.choice(questions), "limit": 10}))
-            else:
-                calls.append(("memory.add", {"content": f"{fresh[n % len(fresh)]} (#{n})"}))
-        rng.shuffle(calls)
-        latency: dict[str, list[float]] = {"memory.add": [], "memory.search": []}
-        errors: Counter[str] = Counter()
-        acknowledged: list[str] = []
-        queue: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
-        for call in calls:
-            queue.put_nowait(call)
+    rng = random.Random(5)
+    fresh = turns[args.preload :] or turns
+    calls: list[tuple[str, dict[str, Any]]] = []
+    for n in range(args.calls):
+        if n % 2:
+            calls.append(("memory.search", {"query": rng.choice(questions), "limit": 10}))
+        else:
+            calls.append(("memory.add", {"content": f"{fresh[n % len(fresh)]} (#{n})"}))
+    rng.shuffle(calls)
+    latency: dict[str, list[float]] = {"memory.add": [], "memory.search": []}
+    errors: Counter[str] = Counter()
+    acknowledged: list[str] = []
+    queue: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
+    for call in calls:
+        queue.put_nowait(call)
 
-        async def worker() -> None:
-            while not queue.empty():
-                method, params = queue.get_nowait()
-                started = time.perf_counter()
-                try:
-                    reply = await rpc(http, url, method, {**params, "user_id": USER})
-                except httpx.HTTPError as exc:
-                    errors[type(exc).__name__] += 1
-                    continue
-                latency[method].append((time.perf_counter() - started) * 1000)
-                if "error" in reply:
-                    errors[reply["error"]["data"]["code"]] += 1
-                elif method == "memory.add":
-                    acknowledged.append(reply["result"]["memory_id"])
+    async def worker(conn: RpcConnection) -> None:
+        while not queue.empty():
+            method, params = queue.get_nowait()
+            started = time.perf_counter()
+            try:
+                reply = await conn.call(method, {**params, "user_id": USER})
+            except (OSError, ConnectionError, asyncio.IncompleteReadError) as exc:
+                errors[type(exc).__name__] += 1
+                await conn.close()
+                continue
+            latency[method].append((time.perf_counter() - started) * 1000)
+            if "error" in reply:
+                errors[reply["error"]["data"]["code"]] += 1
+            elif method == "memory.add":
+                acknowledged.append(reply["result"]["memory_id"])
 
-        started = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(args.in_flight)))
-        seconds = time.perf_counter() - started
+    server_cpu, client_cpu = server.ms(), time.process_time()
+    started = time.perf_counter()
+    await asyncio.gather(*(worker(conn) for conn in conns))
+    seconds = time.perf_counter() - started
+    client_cpu = time.process_time() - client_cpu
+    server_cpu = None if server_cpu is None else (server.ms() or 0.0) - server_cpu
 
-        lost = 0
-        for memory_id in acknowledged:
-            got = await rpc(http, url, "memory.get", {"memory_id": memory_id, "user_id": USER})
-            lost += "result" not in got
+    lost = 0
+    for memory_id in acknowledged:
+        got = await conns[0].call("memory.get", {"memory_id": memory_id, "user_id": USER})
+        lost += "result" not in got
+    for conn in conns:
+        await conn.close()
     every = latency["memory.add"] + latency["memory.search"]
-    return {
+    return report | {
         "calls": args.calls,
         "in_flight": args.in_flight,
         "seconds": round(seconds, 2),
@@ -130,6 +160,8 @@ async def drive(
         "all": percentiles(every, []),
         "memory.add": percentiles(latency["memory.add"], []),
         "memory.search": percentiles(latency["memory.search"], []),
+        "server_cpu_ms_per_call": None if server_cpu is None else round(server_cpu / args.calls, 2),
+        "client_cpu_ms_per_call": round(client_cpu * 1000 / args.calls, 2),
         "errors": dict(errors),
         "acknowledged_adds": len(acknowledged),
         "lost": lost,
@@ -181,7 +213,8 @@ def main() -> None:
                         break
                 except httpx.HTTPError:
                     time.sleep(0.3)
-            report.update(asyncio.run(drive(f"{base}/rpc", turns, questions, args)))
+            run = drive("127.0.0.1", port, turns, questions, args, ServerCpu(server.pid))
+            report.update(uvloop.run(run))
         finally:
             server.terminate()
             server.wait(timeout=60)

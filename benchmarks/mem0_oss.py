@@ -3,7 +3,7 @@
 ``mem0.Memory`` with its default embedded Qdrant on disk (qdrant-client's local mode) and its
 SQLite history database, both in a temporary directory; no LLM (``add(..., infer=False)``);
 mem0's embedder replaced by ours (``LocalMiniLMEmbedder``, the model the service embeds with, on
-the same threads and with the same int8 query graph, so both pay the same embedding cost).
+the same threads and with the same weights (int8 or fp32), so both pay the same embedding cost).
 mem0's hybrid search needs spaCy (lemmas, entities) and fastembed (BM25), which download models
 at run time: without them (as here) it logs that and searches by similarity only.
 
@@ -83,14 +83,14 @@ def run_mem0(
     queries: Sequence[str],
     *,
     threads: int,
-    int8_queries: bool,
+    int8: bool,
 ) -> Mem0Timings:
     """Load ``texts`` into one user with mem0's ``add`` (a session of ``SESSION_TURNS``
     messages a call, untimed), then time one ``add`` per text of ``adds`` and one ``search``
     per query of ``queries`` (after the untimed ``warm_up`` searches), one call at a time."""
     with tempfile.TemporaryDirectory(prefix="mem0-bench-") as tmp:
         directory = Path(tmp)
-        memory, embedder = _open_memory(directory, threads=threads, int8_queries=int8_queries)
+        memory, embedder = _open_memory(directory, threads=threads, int8=int8)
         try:
             return _measure(memory, directory, texts, adds, warm_up, queries)
         finally:
@@ -99,7 +99,7 @@ def run_mem0(
             embedder.close()
 
 
-def _open_memory(directory: Path, *, threads: int, int8_queries: bool) -> tuple[Any, SyncEmbedder]:
+def _open_memory(directory: Path, *, threads: int, int8: bool) -> tuple[Any, SyncEmbedder]:
     if "mem0" in sys.modules:
         raise RuntimeError("mem0 was imported before its telemetry could be turned off")
     os.environ["MEM0_TELEMETRY"] = "False"
@@ -130,7 +130,7 @@ def _open_memory(directory: Path, *, threads: int, int8_queries: bool) -> tuple[
         history_db_path=str(directory / "history.db"),
     )
     memory = Memory(config)
-    embedder = SyncEmbedder(LocalMiniLMEmbedder(threads=threads, int8_queries=int8_queries))
+    embedder = SyncEmbedder(LocalMiniLMEmbedder(threads=threads, int8=int8))
     memory.embedding_model = embedder
     return memory, embedder
 

@@ -180,7 +180,8 @@ class HealthResult(BaseModel):
     mode: str  # "embedded" or "production"
     version: str
     components: dict[str, ComponentHealth]
-    pending_vector_writes: int
+    pending_vector_writes: int  # outbox rows: vector writes not yet durable in the vector store
+    indexing_backlog: int  # memories stored by this process whose vectors are still queued
 
     @classmethod
     def of(cls, report: HealthReport) -> HealthResult:
@@ -195,6 +196,7 @@ class HealthResult(BaseModel):
                 for name, s in report.components.items()
             },
             pending_vector_writes=report.pending_vector_writes,
+            indexing_backlog=report.indexing_backlog,
         )
 
 

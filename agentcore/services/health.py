@@ -29,6 +29,7 @@ class HealthReport:
     mode: str
     components: dict[str, ComponentStatus]
     pending_vector_writes: int
+    indexing_backlog: int  # memories this process has stored and not yet embedded
 
 
 class HealthService:
@@ -37,11 +38,13 @@ class HealthService:
         probes: Mapping[str, Probe],
         mode: str,
         pending_vector_writes: Callable[[], Awaitable[int]],
+        indexing_backlog: Callable[[], int] = lambda: 0,
         timeout: float = 2.0,
     ) -> None:
         self._probes = probes
         self._mode = mode
         self._pending = pending_vector_writes
+        self._backlog = indexing_backlog
         self._timeout = timeout
 
     async def check(self) -> HealthReport:
@@ -58,6 +61,7 @@ class HealthService:
             mode=self._mode,
             components=components,
             pending_vector_writes=pending,
+            indexing_backlog=self._backlog(),
         )
 
     async def _run(self, name: str) -> ComponentStatus:

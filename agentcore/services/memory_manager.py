@@ -371,6 +371,11 @@ class MemoryManager:
             raise MemoryNotFound(f"no memory {memory_id} in the given scope")
         return events
 
+    @property
+    def indexing_backlog(self) -> int:
+        """Memories stored by this process whose vectors are still queued."""
+        return self._indexer.pending
+
     async def indexed(self, seconds: float = 30) -> bool:
         """Wait until every vector queued so far is written (or handed to the replay)."""
         return await self._indexer.drain(seconds)

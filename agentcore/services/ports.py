@@ -39,8 +39,9 @@ class Embedder(Protocol):
         ...
 
     async def embed_query(self, text: str) -> Vectors:
-        """The 1-D vector to search with. It may come from a faster, slightly less exact copy
-        of the model (the local embedder's int8 weights), in the same space as ``embed``'s."""
+        """The 1-D vector to search with, in the same space as ``embed``'s (it may come from a
+        faster, slightly less exact path). The local embedder gives ``embed``'s vector, on a
+        thread of its own so that a search never waits behind stored texts."""
         ...
 
     async def close(self) -> None: ...
