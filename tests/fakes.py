@@ -162,6 +162,10 @@ class _Memories:
             raise Conflict(f"key {memory.key!r} already exists in this scope")
         self._s.memories[memory.id] = copy.deepcopy(memory)
 
+    async def add_many(self, memories: Sequence[Memory]) -> None:
+        for memory in memories:
+            await self.add(memory)
+
     async def get(self, memory_id: str) -> Memory | None:
         found = self._s.memories.get(memory_id)
         return copy.deepcopy(found)
@@ -302,6 +306,9 @@ class _History:
     async def add(self, event: MemoryEvent) -> None:
         self._s.history.append(event)
 
+    async def add_many(self, events: Sequence[MemoryEvent]) -> None:
+        self._s.history.extend(events)
+
     async def for_memory(self, memory_id: str) -> list[MemoryEvent]:
         return [e for e in self._s.history if e.memory_id == memory_id]
 
@@ -315,6 +322,9 @@ class _Outbox:
         self._s.next_outbox_id += 1
         self._s.outbox[entry_id] = OutboxEntry(entry_id, memory_id, op, 0)
         return entry_id
+
+    async def add_many(self, memory_ids: Sequence[str], op: str) -> list[int]:
+        return [await self.add(memory_id, op) for memory_id in memory_ids]
 
     async def pending(
         self, limit: int, *, failed_only: bool = False, created_before: datetime | None = None

@@ -20,6 +20,7 @@ from agentcore.domain.records import (
     parse_layer,
 )
 from agentcore.domain.scopes import owning_level, visible_scope_keys
+from agentcore.services.group_commit import GroupCommit
 from agentcore.services.indexer import VectorIndexer
 from agentcore.services.ports import (
     Access,
@@ -35,7 +36,7 @@ from agentcore.services.retrieval import (
     SearchQuery,
     prime_ranking_soon,
 )
-from agentcore.services.supersession import supersede
+from agentcore.services.supersession import may_supersede, supersede
 from agentcore.services.vector_sync import DELETE, UPSERT, VectorSync
 
 log = logging.getLogger(__name__)
@@ -108,6 +109,7 @@ class MemoryManager:
         self._embedder = embedder
         self._sync = vector_sync
         self._indexer = VectorIndexer(vector_sync, max_wait=index_wait_seconds)
+        self._writes = GroupCommit(self._store_new, max_items=max_batch_size)
         self._retrieval = retrieval
         self._clock = clock
         self._max_content = max_content_length
@@ -138,17 +140,31 @@ class MemoryManager:
             for memory in memories:
                 if memory.stage_id is None and memory.scope.task_id is not None:
                     memory.stage_id = await self._stages.stage_for(memory.scope.task_id, memory)
-        async with self._uow_factory() as uow:
-            entries = []
-            for memory in memories:
-                await supersede(uow, memory, self._record)
-                await uow.memories.add(memory)
-                await self._record(uow, memory, EventKind.ADD, None, _snapshot(memory))
-                entries.append((await uow.outbox.add(memory.id, UPSERT), memory))
-            await uow.commit()
-        self._indexer.submit(entries)  # write-behind: the vectors follow (services/indexer.py)
+        await self._writes.submit(memories)  # with the adds that arrive meanwhile
         prime_ranking_soon([m.content for m in memories])
         return memories
+
+    async def _store_new(self, memories: list[Memory]) -> list[int]:
+        """One transaction for the new memories of one or more ``add_batch`` calls (the group
+        commit's), each table written in one statement for all of them, except memories that
+        may supersede others (stored one at a time, in order); then their vectors are queued."""
+        plain = [memory for memory in memories if not may_supersede(memory)]
+        async with self._uow_factory() as uow:
+            if plain:
+                await uow.memories.add_many(plain)
+                await uow.history.add_many(
+                    [self._event(m, EventKind.ADD, None, _snapshot(m)) for m in plain]
+                )
+            for memory in memories:
+                if may_supersede(memory):
+                    await supersede(uow, memory, self._record)
+                    await uow.memories.add(memory)
+                    await self._record(uow, memory, EventKind.ADD, None, _snapshot(memory))
+            entry_ids = await uow.outbox.add_many([memory.id for memory in memories], UPSERT)
+            await uow.commit()
+        # write-behind: the vectors follow (services/indexer.py)
+        self._indexer.submit(list(zip(entry_ids, memories, strict=True)))
+        return entry_ids
 
     async def get(self, memory_id: str, scope: ScopeIds) -> Memory:
         """The memory, counting one access."""
@@ -381,7 +397,9 @@ class MemoryManager:
         return await self._indexer.drain(seconds)
 
     async def close(self) -> None:
-        """Write the vectors still queued (up to 30 s; what is left is replayed at start)."""
+        """Finish the writes under way, then write the vectors still queued (up to 30 s; what
+        is left is replayed at start)."""
+        await self._writes.drain()
         if not await self._indexer.drain(30):
             log.warning(
                 "%d vectors still queued at shutdown: replayed at start", self._indexer.pending
@@ -405,7 +423,18 @@ class MemoryManager:
         *,
         actor: str | None = None,
     ) -> None:
-        event = MemoryEvent(
+        await uow.history.add(self._event(memory, kind, before, after, actor=actor))
+
+    def _event(
+        self,
+        memory: Memory,
+        kind: EventKind,
+        before: dict[str, Any] | None,
+        after: dict[str, Any] | None,
+        *,
+        actor: str | None = None,
+    ) -> MemoryEvent:
+        return MemoryEvent(
             id=new_id(),
             memory_id=memory.id,
             scope_key=memory.scope_key,
@@ -415,4 +444,3 @@ class MemoryManager:
             after=None if after is None else _jsonable(after),
             actor=actor or memory.source,
         )
-        await uow.history.add(event)

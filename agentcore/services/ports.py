@@ -166,7 +166,14 @@ class OutboxEntry:
 
 
 class MemoryRepository(Protocol):
-    async def add(self, memory: Memory) -> None: ...
+    async def add(self, memory: Memory) -> None:
+        """Raises ``Conflict`` when the id, or the key within the scope, is taken."""
+        ...
+
+    async def add_many(self, memories: Sequence[Memory]) -> None:
+        """``add`` for several new memories at once; ``Conflict`` when any id or key is
+        taken (the unit of work must then be dropped)."""
+        ...
 
     async def get(self, memory_id: str) -> Memory | None: ...
 
@@ -236,6 +243,8 @@ class MemoryRepository(Protocol):
 class HistoryRepository(Protocol):
     async def add(self, event: MemoryEvent) -> None: ...
 
+    async def add_many(self, events: Sequence[MemoryEvent]) -> None: ...
+
     async def for_memory(self, memory_id: str) -> list[MemoryEvent]:
         """Oldest first."""
         ...
@@ -244,6 +253,10 @@ class HistoryRepository(Protocol):
 class OutboxRepository(Protocol):
     async def add(self, memory_id: str, op: str) -> int:
         """Queue a write; returns the entry id."""
+        ...
+
+    async def add_many(self, memory_ids: Sequence[str], op: str) -> list[int]:
+        """Queue one write per memory; returns the entry ids, in order."""
         ...
 
     async def pending(

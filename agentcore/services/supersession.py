@@ -51,6 +51,14 @@ async def supersede(uow: UnitOfWork, memory: Memory, record: RecordEvent) -> Non
         await record(uow, other, EventKind.UPDATE, before, after, actor=SUPERSESSION)
 
 
+def may_supersede(memory: Memory) -> bool:
+    """Whether ``supersede`` may change anything for ``memory`` (it fills a slot, or may name
+    one it updates): other memories are written one at a time around it."""
+    return memory.fact_slot is not None or (
+        memory.layer in FACT_LAYERS and says_change(memory.content)
+    )
+
+
 async def _infer_slot(uow: UnitOfWork, memory: Memory) -> None:
     """A memory that states no slot may still update one by naming its old value
     (``agentcore.domain.updates.updated_slot``): it then fills that slot, with a value of its

@@ -174,7 +174,22 @@ class VectorSync:
             ]
             if await self.upsert(points):
                 applied += len(points)
+                await self._drop_removed_meanwhile(ids)
         return applied
+
+    async def _drop_removed_meanwhile(self, memory_ids: Sequence[str]) -> None:
+        """A memory deleted or compacted while its vector was being embedded had its vector
+        removed at once, possibly before this upsert wrote it back: remove it again."""
+        async with self._uow_factory(read_only=True) as uow:
+            found = await uow.memories.get_many(memory_ids)
+        kept = {memory.id for memory in found if memory.compacted_into_id is None}
+        removed = [memory_id for memory_id in memory_ids if memory_id not in kept]
+        if not removed:
+            return
+        try:
+            await self._vectors.delete(removed)
+        except AgentCoreError as exc:  # searches check every candidate against the database
+            log.warning("removing the vectors of deleted memories failed: %s", exc.message)
 
     async def recover(self) -> int:
         """At start-up: apply everything still queued (writes cut off by a crash)."""

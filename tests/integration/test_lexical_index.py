@@ -14,18 +14,19 @@ from typing import Any
 
 import pytest
 from alembic import command
-from sqlalchemy import delete, func, insert, inspect, select
+from sqlalchemy import delete, func, insert, inspect, select, text
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from agentcore.adapters.db.engine import ThreadedReader, create_engine
-from agentcore.adapters.db.lexical import query_terms, scope_token
+from agentcore.adapters.db.lexical import FTS_DOCS, FTS_TABLE, query_terms, scope_token
 from agentcore.adapters.db.lexical_coverage import ScopeFrequencies
 from agentcore.adapters.db.lexical_search import SqlLexicalIndex
 from agentcore.adapters.db.migrate import alembic_config
 from agentcore.adapters.db.repositories import memory_values
 from agentcore.adapters.db.tables import MemoryRow
 from agentcore.adapters.db.uow import SqlUnitOfWorkFactory
+from agentcore.domain.errors import Conflict
 from agentcore.domain.models import Layer, Memory, ScopeIds, ScopeLevel, new_id
 from agentcore.services.ports import VectorFilter
 from tests.conftest import migrate
@@ -309,3 +310,52 @@ async def test_the_sqlite_reader_reads_committed_rows_and_never_writes(tmp_path:
         await engine.dispose()
     with pytest.raises(ValueError, match="SQLite database file"):
         ThreadedReader("sqlite+aiosqlite:///:memory:")
+
+
+async def _contexts(engine: AsyncEngine) -> dict[str, tuple[str, str]]:
+    """Each document's (ctx_before, ctx_after), by memory id."""
+    if engine.dialect.name == "postgresql":
+        sql = f"SELECT memory_id, ctx_before, ctx_after FROM {FTS_TABLE}"
+    else:
+        sql = (
+            f"SELECT d.memory_id, f.ctx_before, f.ctx_after FROM {FTS_DOCS} AS d "
+            f"JOIN {FTS_TABLE} AS f ON f.rowid = d.doc_id"
+        )
+    async with engine.connect() as conn:
+        rows = (await conn.execute(text(sql))).all()
+    return {str(row[0]): (str(row[1]), str(row[2])) for row in rows}
+
+
+async def test_memories_added_together_get_the_documents_of_one_at_a_time(
+    uows: SqlUnitOfWorkFactory, index: SqlLexicalIndex, engine: AsyncEngine
+) -> None:
+    # s1: two turns stored, then three newer ones together; s2: an import of older turns
+    # around a stored one (indexed one at a time); one memory without a session.
+    stored = turns("We booked the ferry.", "It leaves at dawn.")
+    newer = turns("Pack the tent.", "And the lantern.", "Bring oat bars.", start=2)
+    s2 = replace(ALICE, session_id="s2")
+    middle = turns("The bridge was closed.", scope=s2, start=5)
+    around = [*turns("Traffic was bad.", scope=s2), *turns("We took a detour.", scope=s2, start=9)]
+    loose = turns("A note without a session.", scope=ScopeIds(user_id="alice"))
+    await add_all(uows, [*stored, *middle])
+    async with uows() as uow:
+        await uow.memories.add_many([*newer, *around, *loose])
+        await uow.commit()
+
+    contexts = await _contexts(engine)
+    for session in ([*stored, *newer], [around[0], *middle, around[1]]):
+        texts = ["", *(m.content for m in session), ""]
+        for i, memory in enumerate(session):
+            assert contexts[memory.id] == (texts[i], texts[i + 2]), memory.content
+    assert contexts[loose[0].id] == ("", "")
+    assert (await found(index, "lantern"))[0] == newer[1].id
+    assert set(await found(index, "lantern")) == {m.id for m in newer}  # and its neighbours
+    assert (await found(index, "detour"))[0] == around[1].id
+
+
+async def test_a_taken_id_fails_the_memories_added_together(uows: SqlUnitOfWorkFactory) -> None:
+    first, second = turns("One.", "Two.")
+    await add_all(uows, [first])
+    async with uows() as uow:
+        with pytest.raises(Conflict):
+            await uow.memories.add_many([second, first])

@@ -58,9 +58,11 @@ class Rig:
 
 async def test_a_write_is_acknowledged_before_its_vector_is_written() -> None:
     rig = Rig()
+    rig.embedder.open.clear()  # the embedder cannot finish: the add must not wait for it
     stored = await rig.memory.add(NewMemory("The staging cluster runs in Frankfurt", ALICE))
     assert stored.id in rig.store.state.memories  # committed
     assert rig.vectors.points == {}  # its vector follows
+    rig.embedder.open.set()
     found = await rig.memory.search(SearchQuery("where does staging run", ALICE))
     assert found.results[0].memory.id == stored.id  # the search waited for it
     assert set(rig.vectors.points) == {stored.id}

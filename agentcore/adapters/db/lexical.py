@@ -118,21 +118,54 @@ class LexicalWriter:
         """(Re)write ``memory``'s document, and the context of its neighbours to include it.
 
         Call after the memory row is inserted (``new``: it has no document yet) or updated."""
-        place = _Place(
-            memory.id,
-            memory.scope_key,
-            memory.layer.value,
-            memory.scope.session_id,
-            memory.created_at,
-        )
-        prev, nxt = await self._neighbours(place, ())
-        await self._put(memory, _content(prev), _content(nxt), new=new)
+        prev, nxt = await self._neighbours(_place_of(memory), ())
+        if not new and not self._pg:  # Postgres replaces a document in place
+            await self._delete([memory.id])
+        await self._put_many([(memory, _content(prev), _content(nxt))])
         if prev is not None:
             await self._set(prev[0], "ctx_after", neighbour_text(memory.content))
         if nxt is not None:
             await self._set(nxt[0], "ctx_before", neighbour_text(memory.content))
         changed = [memory.id, *(found[0] for found in (prev, nxt) if found is not None)]
         await self._log(dict.fromkeys(changed, memory.scope_key))
+
+    async def index_new(self, memories: Sequence[Memory]) -> None:
+        """The documents of new memories (their rows inserted already) in a few statements:
+        each session's new memories are chained to each other and to the documents just
+        before and after them (one lookup each way per session). A session whose existing
+        documents fall between its new ones (an import of older memories) is indexed one
+        memory at a time."""
+        chains: dict[tuple[str, str, str], list[Memory]] = {}
+        loose: list[Memory] = []
+        for memory in memories:
+            session = memory.scope.session_id
+            if session is None:
+                loose.append(memory)
+            else:
+                chains.setdefault((memory.scope_key, session, memory.layer.value), []).append(
+                    memory
+                )
+        docs = [(memory, "", "") for memory in loose]
+        changed = {memory.id: memory.scope_key for memory in memories}
+        for chain in chains.values():
+            chain.sort(key=lambda m: (m.created_at, m.id))
+            first, last = chain[0], chain[-1]
+            prev, after_first = await self._neighbours(_place_of(first), ())
+            nxt = after_first if len(chain) == 1 else (await self._after(_place_of(last)))
+            if after_first != nxt:  # older documents in between
+                for memory in chain:
+                    await self.index(memory, new=True)
+                continue
+            texts = [_content(prev), *(neighbour_text(m.content) for m in chain), _content(nxt)]
+            docs.extend((m, texts[i], texts[i + 2]) for i, m in enumerate(chain))
+            if prev is not None:
+                await self._set(prev[0], "ctx_after", neighbour_text(first.content))
+                changed[prev[0]] = first.scope_key
+            if nxt is not None:
+                await self._set(nxt[0], "ctx_before", neighbour_text(last.content))
+                changed[nxt[0]] = last.scope_key
+        await self._put_many(docs)
+        await self._log(changed)
 
     async def remove(self, memory_ids: Sequence[str]) -> None:
         """Drop the documents of ``memory_ids`` and link their neighbours to each other.
@@ -175,11 +208,16 @@ class LexicalWriter:
         if last // _PRUNE_EVERY != (last - len(changed)) // _PRUNE_EVERY:
             await self._session.execute(_PRUNE_CHANGES, {"before": last - CHANGES_KEPT})
 
+    async def _after(self, place: _Place) -> tuple[str, str] | None:
+        """(id, content) of the document just after ``place`` in its session."""
+        return (await self._neighbours(place, (), before=False))[1]
+
     async def _neighbours(
-        self, place: _Place, exclude: Sequence[str]
+        self, place: _Place, exclude: Sequence[str], *, before: bool = True
     ) -> tuple[tuple[str, str] | None, tuple[str, str] | None]:
-        """(id, content) of the documents just before and after ``place`` in its session
-        (found through the index's own (scope, session, layer, time) index)."""
+        """(id, content) of the documents just before (unless not ``before``) and after
+        ``place`` in its session (found through the index's own (scope, session, layer, time)
+        index)."""
         if place.session_id is None:
             return None, None
         p = _PLACES_PG.c if self._pg else _PLACES.c
@@ -193,43 +231,52 @@ class LexicalWriter:
             base = base.join(_MEMORIES, _MEMORIES.c.id == p.memory_id)
         if exclude:
             base = base.where(p.memory_id.not_in(list(exclude)))
-        found: list[tuple[str, str] | None] = []
-        for stmt in (
-            base.where(own < at).order_by(p.created_at.desc(), p.memory_id.desc()).limit(1),
-            base.where(own > at).order_by(p.created_at.asc(), p.memory_id.asc()).limit(1),
-        ):
+        found: list[tuple[str, str] | None] = [None]
+        stmts = [base.where(own > at).order_by(p.created_at.asc(), p.memory_id.asc()).limit(1)]
+        if before:
+            earlier = base.where(own < at).order_by(p.created_at.desc(), p.memory_id.desc())
+            stmts.insert(0, earlier.limit(1))
+            found = []
+        for stmt in stmts:
             row = (await self._session.execute(stmt)).first()
             found.append(None if row is None else (str(row[0]), str(row[1])))
         return found[0], found[1]
 
-    async def _put(self, memory: Memory, before: str, after: str, *, new: bool) -> None:
-        place = {
-            "memory_id": memory.id,
-            "scope_key": memory.scope_key,
-            "layer": memory.layer.value,
-            "session_id": memory.scope.session_id,
-            "created_at": memory.created_at,
-        }
-        fields = {
-            "body": memory.content,
-            "ctx_before": before,
-            "ctx_after": after,
-            "meta": meta_text(memory.key, memory.tags, memory.metadata),
-        }
-        if self._pg:
-            stmt = postgresql.insert(_PLACES_PG).values(**place, **fields)
-            update = {
-                name: stmt.excluded[name] for name in (*place, *fields) if name != "memory_id"
-            }
-            await self._session.execute(
-                stmt.on_conflict_do_update(index_elements=["memory_id"], set_=update)
-            )
+    async def _put_many(self, docs: Sequence[tuple[Memory, str, str]]) -> None:
+        """Write the documents (memory, context before, context after) of memories that have
+        none (Postgres: or replace theirs), each table in one statement."""
+        if not docs:
             return
-        if not new:
-            await self._delete([memory.id])
-        await self._session.execute(insert(_PLACES).values(**place))
-        values = {"id": memory.id, "scope": scope_token(memory.scope_key), **fields}
-        await self._session.execute(_FTS_INSERT, values)
+        places, fields = [], []
+        for memory, before, after in docs:
+            places.append(
+                {
+                    "memory_id": memory.id,
+                    "scope_key": memory.scope_key,
+                    "layer": memory.layer.value,
+                    "session_id": memory.scope.session_id,
+                    "created_at": memory.created_at,
+                }
+            )
+            fields.append(
+                {
+                    "id": memory.id,
+                    "scope": scope_token(memory.scope_key),
+                    "body": memory.content,
+                    "ctx_before": before,
+                    "ctx_after": after,
+                    "meta": meta_text(memory.key, memory.tags, memory.metadata),
+                }
+            )
+        if self._pg:
+            rows = [
+                place | {k: v for k, v in doc.items() if k not in ("id", "scope")}
+                for place, doc in zip(places, fields, strict=True)
+            ]
+            await self._session.execute(_PG_PUT, rows)
+            return
+        await self._session.execute(insert(_PLACES), places)
+        await self._session.execute(_FTS_INSERT, fields)
 
     async def _set(self, memory_id: str, field: str, value: str) -> None:
         if field not in ("ctx_before", "ctx_after"):
@@ -257,6 +304,11 @@ class LexicalWriter:
             await self._session.execute(text(sql).bindparams(ids))
 
 
+_PG_INSERT = postgresql.insert(_PLACES_PG)
+_PG_PUT = _PG_INSERT.on_conflict_do_update(
+    index_elements=["memory_id"],
+    set_={c.name: _PG_INSERT.excluded[c.name] for c in _PLACES_PG.columns if c.name != "memory_id"},
+)
 _FTS_INSERT = text(
     f"INSERT INTO {FTS_TABLE} (rowid, scope, body, ctx_before, ctx_after, meta) "
     "SELECT doc_id, :scope, :body, :ctx_before, :ctx_after, :meta "
@@ -277,6 +329,12 @@ class _Place:
     layer: str
     session_id: str | None
     created_at: datetime
+
+
+def _place_of(memory: Memory) -> _Place:
+    return _Place(
+        memory.id, memory.scope_key, memory.layer.value, memory.scope.session_id, memory.created_at
+    )
 
 
 def neighbour_text(content: str) -> str:

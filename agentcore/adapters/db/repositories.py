@@ -157,6 +157,21 @@ class SqlMemoryRepository:
             )
         await self._lexical.index(memory, new=True)
 
+    async def add_many(self, memories: Sequence[Memory]) -> None:
+        """One statement for the rows, a few for the lexical documents (``index_new``)."""
+        if len(memories) == 1:
+            return await self.add(memories[0])
+        stmt = insert_ignoring_conflicts_of(self._dialect, _TABLE)
+        values = [memory_values(memory) for memory in memories]
+        result = cast(CursorResult[Any], await self._session.execute(stmt, values))
+        if result.rowcount != len(memories):
+            raise Conflict(
+                "a memory with one of these ids, or one of these keys in its scope, already exists",
+                memory_ids=[memory.id for memory in memories],
+            )
+        await self._lexical.index_new(memories)
+        return None
+
     async def get(self, memory_id: str) -> Memory | None:
         rows = (await self._session.execute(_select().where(_TABLE.c.id == memory_id))).mappings()
         row = rows.one_or_none()
@@ -472,20 +487,11 @@ class SqlHistoryRepository:
         self._session = session
 
     async def add(self, event: MemoryEvent) -> None:
-        await self._session.execute(
-            _HISTORY_INSERT,
-            {
-                "id": event.id,
-                "memory_id": event.memory_id,
-                "of_memory": event.memory_id,
-                "scope_key": event.scope_key,
-                "kind": event.kind.value,
-                "at": event.at,
-                "before": event.before,
-                "after": event.after,
-                "actor": event.actor,
-            },
-        )
+        await self._session.execute(_HISTORY_INSERT, _event_values(event))
+
+    async def add_many(self, events: Sequence[MemoryEvent]) -> None:
+        if events:
+            await self._session.execute(_HISTORY_INSERT, [_event_values(e) for e in events])
 
     async def for_memory(self, memory_id: str) -> list[MemoryEvent]:
         """Oldest first; events that share a timestamp in the order they were added."""
@@ -509,7 +515,21 @@ class SqlHistoryRepository:
         ]
 
 
-_OUTBOX_INSERT = insert(_OUTBOX).returning(_OUTBOX.c.id)
+def _event_values(event: MemoryEvent) -> dict[str, Any]:
+    return {
+        "id": event.id,
+        "memory_id": event.memory_id,
+        "of_memory": event.memory_id,
+        "scope_key": event.scope_key,
+        "kind": event.kind.value,
+        "at": event.at,
+        "before": event.before,
+        "after": event.after,
+        "actor": event.actor,
+    }
+
+
+_OUTBOX_INSERT = insert(_OUTBOX).returning(_OUTBOX.c.id, sort_by_parameter_order=True)
 
 
 class SqlOutboxRepository:
@@ -520,10 +540,22 @@ class SqlOutboxRepository:
 
     async def add(self, memory_id: str, op: str) -> int:
         """Queue a write; returns the entry id."""
+        return (await self.add_many([memory_id], op))[0]
+
+    async def add_many(self, memory_ids: Sequence[str], op: str) -> list[int]:
         if op not in OUTBOX_OPS:
             raise ValueError(f"outbox op must be one of {sorted(OUTBOX_OPS)}, not {op!r}")
-        params = {"memory_id": memory_id, "op": op, "attempts": 0, "created_at": datetime.now(UTC)}
-        return int((await self._session.execute(_OUTBOX_INSERT, params)).scalar_one())
+        if not memory_ids:
+            return []
+        now = datetime.now(UTC)
+        params = [
+            {"memory_id": memory_id, "op": op, "attempts": 0, "created_at": now}
+            for memory_id in memory_ids
+        ]
+        result = await self._session.execute(
+            _OUTBOX_INSERT, params[0] if len(params) == 1 else params
+        )
+        return [int(entry_id) for entry_id in result.scalars()]
 
     async def pending(
         self, limit: int, *, failed_only: bool = False, created_before: datetime | None = None
