@@ -193,7 +193,12 @@ async def _build(
     clock: Clock,
     closers: list[Probe],
 ) -> Container:
-    engine = create_engine(settings.sqlalchemy_url, settings.store_timeout_seconds)
+    engine = create_engine(
+        settings.sqlalchemy_url,
+        settings.store_timeout_seconds,
+        pool_size=settings.database_pool_size,
+        max_overflow=settings.database_max_overflow,
+    )
     closers.append(engine.dispose)
     uow_factory = SqlUnitOfWorkFactory(engine)
     # The container closes what it built; what a caller passed in stays the caller's.

@@ -53,6 +53,11 @@ class Settings(BaseSettings):
 
     # Servers (production). Unset = embedded.
     database_url: str | None = None
+    # PostgreSQL: connections each process keeps open, and how many more it may open under a
+    # burst (closed again after). Keep processes × (size + overflow) under the server's
+    # max_connections (100 by default).
+    database_pool_size: int = Field(20, ge=1)
+    database_max_overflow: int = Field(10, ge=0)
     redis_url: str | None = None
     qdrant_url: str | None = None
     qdrant_api_key: SecretStr | None = None

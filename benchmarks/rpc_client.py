@@ -9,6 +9,7 @@ a tenth of that. It speaks only what ``agentcore serve`` answers (a Content-Leng
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from typing import Any
 
@@ -23,7 +24,17 @@ class RpcConnection:
         self._ids = 0
 
     async def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        """The JSON-RPC response object of one call (``result`` or ``error``)."""
+        """The JSON-RPC response object of one call (``result`` or ``error``). A kept-alive
+        connection the server has closed meanwhile (idle past its keep-alive timeout) is
+        opened again, and the call sent once more."""
+        if self._writer is not None:
+            try:
+                return await self._call(method, params)
+            except (ConnectionError, asyncio.IncompleteReadError):
+                await self.close()
+        return await self._call(method, params)
+
+    async def _call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         if self._writer is None:
             self._reader, self._writer = await asyncio.open_connection(self._host, self._port)
         assert self._reader is not None
@@ -52,5 +63,6 @@ class RpcConnection:
     async def close(self) -> None:
         if self._writer is not None:
             self._writer.close()
-            await self._writer.wait_closed()
+            with contextlib.suppress(ConnectionError):
+                await self._writer.wait_closed()
             self._writer = None

@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from agentcore.adapters.db.engine import ThreadedReader, create_engine
 from agentcore.adapters.db.lexical import FTS_DOCS, FTS_TABLE, query_terms, scope_token
 from agentcore.adapters.db.lexical_coverage import ScopeFrequencies
+from agentcore.adapters.db.lexical_pg import QueryWeights, TermStats
 from agentcore.adapters.db.lexical_search import SqlLexicalIndex
 from agentcore.adapters.db.migrate import alembic_config
 from agentcore.adapters.db.repositories import memory_values
@@ -359,3 +360,29 @@ async def test_a_taken_id_fails_the_memories_added_together(uows: SqlUnitOfWorkF
     async with uows() as uow:
         with pytest.raises(Conflict):
             await uow.memories.add_many([second, first])
+
+
+async def test_postgres_keeps_its_counts_longer_the_larger_the_scope(
+    uows: SqlUnitOfWorkFactory, engine: AsyncEngine
+) -> None:
+    if engine.dialect.name != "postgresql":
+        pytest.skip("SQLite's counts are FTS5's (ScopeFrequencies)")
+    await add_all(uows, turns("Cello lessons on Monday.", "Tea after the lesson."))
+    now = [0.0]
+    stats = TermStats(clock=lambda: now[0])
+
+    async def weights() -> QueryWeights:
+        async with engine.connect() as conn:
+            return await stats.weights(conn, ["cello", "lesson", "unheard"], ["user:alice"])
+
+    small = await weights()
+    assert small.lexemes == ["cello", "lesson", "unheard"]
+    await add_all(uows, turns(*(f"Cello practice {i}." for i in range(100)), start=10))
+    now[0] = 0.5  # two documents: counted again after a second
+    assert await weights() == small
+    now[0] = 1.5
+    grown = await weights()
+    assert grown.coverage[0] < small.coverage[0]  # "cello" is in every document now
+    assert grown.bm25[2] > small.bm25[2]  # a word no document holds: rarer in a larger scope
+    assert min(grown.bm25 + grown.coverage) > 0
+    assert grown.average_length != small.average_length

@@ -34,17 +34,21 @@ _SQLITE_PRAGMAS = (
 )
 
 
-def create_engine(url: str, timeout: float = 5.0) -> AsyncEngine:
+def create_engine(
+    url: str, timeout: float = 5.0, *, pool_size: int = 20, max_overflow: int = 10
+) -> AsyncEngine:
     """The async engine for ``url`` (``sqlite+aiosqlite:///...`` or ``postgresql+psycopg://...``).
 
     Postgres: connecting, and waiting for a pooled connection, each give up after
-    ``timeout`` seconds (an unreachable server fails the call instead of holding it)."""
+    ``timeout`` seconds (an unreachable server fails the call instead of holding it); the
+    pool keeps ``pool_size`` connections and opens up to ``max_overflow`` more for a burst
+    (each of those a new server process, closed when returned)."""
     if make_url(url).get_backend_name() == "sqlite":
         return _sqlite_engine(url)
     return create_async_engine(
         url,
-        pool_size=10,
-        max_overflow=20,
+        pool_size=pool_size,
+        max_overflow=max_overflow,
         pool_pre_ping=True,
         pool_recycle=1800,
         pool_timeout=timeout,

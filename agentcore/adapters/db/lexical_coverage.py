@@ -20,24 +20,20 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
 from sqlalchemy import String, bindparam, text
-from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import Connection
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agentcore.adapters.db.lexical import (
     BODY,
     FTS_DOCS,
     FTS_TABLE,
-    FTS_TERMS,
     FTS_TOKENIZER,
     META,
     NEIGHBOUR,
-    PG_CONFIG,
     WORD,
 )
 
@@ -247,42 +243,3 @@ def length_norm(length: _Length, average: float) -> _Length:
 def idf(documents: int, holding: int) -> float:
     """BM25's inverse document frequency, kept positive: ln(1 + (N - n + 0.5) / (n + 0.5))."""
     return math.log(1.0 + (documents - holding + 0.5) / (holding + 0.5))
-
-
-async def pg_coverage(
-    conn: AsyncConnection,
-    terms: Sequence[str],
-    scope_keys: Sequence[str],
-    memory_ids: Sequence[str],
-) -> dict[str, float]:
-    """Coverage in (0, 1] of each memory that holds at least one of ``terms``."""
-    stmt = text(_PG_COVERAGE).bindparams(
-        bindparam("ids", type_=ARRAY(String())), bindparam("keys", type_=ARRAY(String()))
-    )
-    params: dict[str, Any] = {
-        "query": " ".join(terms),
-        "keys": list(dict.fromkeys(scope_keys)),
-        "ids": list(memory_ids),
-    }
-    rows = (await conn.execute(stmt, params)).all()
-    return {str(row[0]): float(row[1]) for row in rows if row[1] is not None}
-
-
-# The query's lexemes weighted by their idf over the caller's scopes, then each candidate's
-# share of the weight (its postings say which lexemes its document holds).
-_PG_COVERAGE = f"""
-WITH q AS (
-    SELECT DISTINCT unnest(tsvector_to_array(to_tsvector('{PG_CONFIG}', :query))) AS lexeme
-), n AS (
-    SELECT count(*)::float8 AS n FROM {FTS_TABLE} WHERE scope_key = ANY(:keys)
-), w AS (
-    SELECT q.lexeme, ln(1 + (n.n - count(t.memory_id) + 0.5) / (count(t.memory_id) + 0.5)) AS idf
-    FROM q CROSS JOIN n
-    LEFT JOIN {FTS_TERMS} AS t ON t.lexeme = q.lexeme AND t.scope_key = ANY(:keys)
-    GROUP BY q.lexeme, n.n
-)
-SELECT t.memory_id, sum(w.idf) / nullif((SELECT sum(idf) FROM w), 0)
-FROM {FTS_TERMS} AS t JOIN w ON w.lexeme = t.lexeme
-WHERE t.memory_id = ANY(:ids)
-GROUP BY t.memory_id
-"""

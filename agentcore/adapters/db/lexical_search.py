@@ -6,7 +6,7 @@ that is loading, or too large to hold, or a search filtered by stage, tags or me
 FTS5, which ranks with its own bm25() (document frequencies over the whole table). The FTS5
 statement of the usual filter shapes is built once and reused with new parameters, and each
 call's statements run whole on a worker thread (``ThreadedReader``). PostgreSQL: the query
-computes BM25 from the postings, with frequencies over the caller's scopes.
+computes BM25 from the postings, with frequencies over the caller's scopes (``lexical_pg``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from typing import Any, cast
 
 from sqlalchemy import (
     ColumnElement,
-    Float,
     Integer,
     String,
     Table,
@@ -29,9 +28,7 @@ from sqlalchemy import (
     or_,
     select,
     table,
-    text,
 )
-from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.sql.elements import ColumnClause
@@ -46,10 +43,8 @@ from agentcore.adapters.db.lexical import (
     BODY,
     FTS_DOCS,
     FTS_TABLE,
-    FTS_TERMS,
     META,
     NEIGHBOUR,
-    PG_CONFIG,
     query_terms,
     scope_token,
 )
@@ -57,11 +52,12 @@ from agentcore.adapters.db.lexical_coverage import (
     SEARCHED,
     FtsStems,
     ScopeFrequencies,
-    pg_coverage,
     scopes_match,
     sqlite_matches,
 )
 from agentcore.adapters.db.lexical_memory import MemoryLexicon
+from agentcore.adapters.db.lexical_pg import QueryWeights, TermStats, bm25_statement
+from agentcore.adapters.db.lexical_pg import coverage as pg_coverage
 from agentcore.adapters.db.repositories import memory_from_row, select_by_ids, sqlite_memories
 from agentcore.adapters.db.tables import MemoryRow
 from agentcore.adapters.db.types import UTCDateTime
@@ -85,6 +81,7 @@ class SqlLexicalIndex:
         self._fts_statements: dict[tuple[bool, bool], Any] = {}
         self._stems = FtsStems()
         self._frequencies = ScopeFrequencies()
+        self._pg_stats = TermStats()  # Postgres: documents, lengths, lexemes' frequencies
         # SQLite: the search's statements run whole on worker threads (ThreadedReader), and
         # the scopes searched are held in memory (MemoryLexicon) when they fit.
         self._reader: ThreadedReader | None = None
@@ -103,8 +100,11 @@ class SqlLexicalIndex:
             return []
         params = _filter_params(flt) | {"limit": limit}
         if self._reader is None:
-            stmt = self._pg_query(terms, flt, limit, _filters("postgresql", flt))
             async with self._engine.connect() as conn:
+                weights = await self._pg_stats.weights(conn, terms, flt.scope_keys)
+                if not weights.lexemes:
+                    return []
+                stmt = self._pg_query(weights, flt, limit, _filters("postgresql", flt))
                 rows = (await conn.execute(stmt, params)).all()
         else:
             stmt = self._fts_statement(flt)
@@ -144,8 +144,11 @@ class SqlLexicalIndex:
                     for stmt in select_by_ids(memory_ids)
                     for row in (await conn.execute(stmt)).mappings()
                 ]
-                coverage = await pg_coverage(conn, terms, keys, memory_ids) if covered else {}
-            return Lookup(memories, coverage)
+                found = {}
+                if covered:
+                    weights = await self._pg_stats.weights(conn, terms, keys)
+                    found = await pg_coverage(conn, weights, memory_ids)
+            return Lookup(memories, found)
         tokens = [scope_token(key) for key in keys]
         lexicon = self._lexicon
 
@@ -195,18 +198,16 @@ class SqlLexicalIndex:
         )
 
     def _pg_query(
-        self, terms: list[str], flt: VectorFilter, limit: int, filters: list[ColumnElement[bool]]
+        self,
+        weights: QueryWeights,
+        flt: VectorFilter,
+        limit: int,
+        filters: list[ColumnElement[bool]],
     ) -> Any:
         """The best ``limit`` × ``_PG_PREFETCH`` of the scopes by BM25, then the filters on
         the memory rows: a short list to join, whatever the planner knows of the tables."""
         bm25 = (
-            text(_PG_BM25)
-            .bindparams(
-                bindparam("query", " ".join(terms), type_=String()),
-                bindparam("keys", list(dict.fromkeys(flt.scope_keys)), type_=ARRAY(String())),
-                bindparam("prefetch", limit * _PG_PREFETCH, type_=Integer()),
-            )
-            .columns(column("memory_id", String()), column("score", Float()))
+            bm25_statement(weights, flt.scope_keys, limit * _PG_PREFETCH)
             .cte("bm25")
             # Computed once, then joined to the memories: never re-planned per memory row.
             .prefix_with("MATERIALIZED")
@@ -284,26 +285,3 @@ def _finding_terms(terms: Sequence[str], holding: Sequence[int], total: int) -> 
     most = max(FINDING_SHARE * total, FINDING_FLOOR)
     finding = [term for term, n in zip(terms, holding, strict=True) if n <= most]
     return finding or [min(zip(holding, terms, strict=True))[1]]
-
-
-# BM25F over the caller's scopes, from the postings of the query's lexemes (tf: the weighted
-# count of a lexeme's positions; doc_len: the document's number of distinct lexemes).
-_PG_BM25 = f"""
-WITH stats AS (
-    SELECT count(*)::float8 AS n, coalesce(avg(doc_len), 1)::float8 AS avgdl
-    FROM {FTS_TABLE} WHERE scope_key = ANY(:keys)
-), hits AS (
-    SELECT memory_id, tf, doc_len, count(*) OVER (PARTITION BY lexeme)::float8 AS df
-    FROM {FTS_TERMS}
-    WHERE scope_key = ANY(:keys)
-        AND lexeme = ANY(tsvector_to_array(to_tsvector('{PG_CONFIG}', :query)))
-)
-SELECT h.memory_id, sum(
-    greatest(ln((s.n - h.df + 0.5) / (h.df + 0.5)), 1e-6)
-    * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * h.doc_len / greatest(s.avgdl, 1)))
-) AS score
-FROM hits AS h CROSS JOIN stats AS s
-GROUP BY h.memory_id
-ORDER BY score DESC
-LIMIT :prefetch
-"""

@@ -1,0 +1,179 @@
+"""PostgreSQL's side of lexical search: BM25F from the postings of the query's lexemes, and the
+query-term coverage of candidates, with the statistics both need cached.
+
+A search needs, over the caller's scopes, the number of documents, their mean length and how
+many documents hold each of the query's lexemes. Computed in every query they cost a scan of the
+scopes' documents and of every posting of the query's lexemes, so a search of a 4,000-document
+scope spent two thirds of its time counting and a scope of 100,000 several times that; under
+load those scans queued behind each other in the database. They change slowly and only weigh
+terms and lengths, so ``TermStats`` keeps them for a while (a second per 50 documents, at most
+``ttl``; the SQLite side keeps FTS5's counts likewise), and the queries take them as
+parameters: a search reads only the postings of its lexemes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Float, Integer, String, bindparam, column, text
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from agentcore.adapters.db.lexical import FTS_TABLE, FTS_TERMS, PG_CONFIG
+from agentcore.adapters.db.lexical_coverage import K1, bm25_idf, idf
+
+_CACHE = 100_000  # lexemes and counts kept, each
+
+
+@dataclass(frozen=True, slots=True)
+class QueryWeights:
+    """A query's lexemes over some scopes, each with its BM25 and coverage weight."""
+
+    lexemes: list[str]
+    bm25: list[float]
+    coverage: list[float]
+    average_length: float
+
+    @property
+    def whole(self) -> float:
+        """The coverage weight of a document holding every lexeme."""
+        return sum(self.coverage)
+
+
+class TermStats:
+    def __init__(self, ttl: float = 300.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self._ttl = ttl
+        self._clock = clock
+        self._lexemes: dict[str, tuple[str, ...]] = {}  # word -> its lexemes (english)
+        self._scopes: dict[tuple[str, ...], tuple[float, int, float]] = {}  # until, n, mean
+        self._holding: dict[tuple[tuple[str, ...], str], tuple[float, int]] = {}  # until, df
+
+    async def weights(
+        self, conn: AsyncConnection, terms: Sequence[str], scope_keys: Sequence[str]
+    ) -> QueryWeights:
+        keys = tuple(sorted(set(scope_keys)))
+        lexemes = list(dict.fromkeys(await self._lexemes_of(conn, terms)))
+        until, documents, mean = await self._scope(conn, keys)
+        holding = [
+            min(n, documents) for n in await self._holding_counts(conn, keys, lexemes, until)
+        ]
+        return QueryWeights(
+            lexemes,
+            [bm25_idf(documents, n) for n in holding],
+            [idf(documents, n) for n in holding],
+            max(mean, 1.0),
+        )
+
+    async def _lexemes_of(self, conn: AsyncConnection, terms: Sequence[str]) -> list[str]:
+        new = [term for term in dict.fromkeys(terms) if term not in self._lexemes]
+        if new:
+            if len(self._lexemes) + len(new) > _CACHE:
+                self._lexemes.clear()
+            rows = await conn.execute(_LEXEMES, {"words": new})
+            self._lexemes.update((str(row[0]), tuple(row[1] or ())) for row in rows)
+        return [lexeme for term in terms for lexeme in self._lexemes.get(term, ())]
+
+    async def _scope(
+        self, conn: AsyncConnection, keys: tuple[str, ...]
+    ) -> tuple[float, int, float]:
+        """(valid until, documents, mean length) of the scopes. Counting costs in proportion
+        to the documents, and a small scope's counts change fastest: they are kept one second
+        per 50 documents, at most ``ttl``."""
+        now = self._clock()
+        cached = self._scopes.get(keys)
+        if cached is None or cached[0] <= now:
+            row = (await conn.execute(_SCOPE_STATS, {"keys": list(keys)})).one()
+            documents = int(row[0])
+            if len(self._scopes) >= _CACHE:
+                self._scopes.clear()
+            until = now + min(self._ttl, max(1.0, documents / 50))
+            cached = self._scopes[keys] = (until, documents, float(row[1] or 1.0))
+        return cached
+
+    async def _holding_counts(
+        self, conn: AsyncConnection, keys: tuple[str, ...], lexemes: list[str], until: float
+    ) -> list[int]:
+        """Documents of the scopes holding each lexeme, counted again when the scopes' own
+        counts are (``until``), so that both describe the same moment."""
+        now = self._clock()
+        missing = [lx for lx in lexemes if self._holding.get((keys, lx), (now, 0))[0] <= now]
+        if missing:
+            counts = dict.fromkeys(missing, 0)
+            params = {"keys": list(keys), "lexemes": missing}
+            for row in await conn.execute(_HOLDING, params):
+                counts[str(row[0])] = int(row[1])
+            if len(self._holding) + len(missing) > _CACHE:
+                self._holding.clear()
+            for lexeme, count in counts.items():
+                self._holding[(keys, lexeme)] = (until, count)
+        return [self._holding[(keys, lexeme)][1] for lexeme in lexemes]
+
+
+def bm25_statement(weights: QueryWeights, scope_keys: Sequence[str], prefetch: int) -> Any:
+    """The best ``prefetch`` (memory_id, score) of the scopes by BM25F, as a text clause."""
+    return (
+        text(_BM25)
+        .bindparams(
+            bindparam("lexemes", weights.lexemes, type_=ARRAY(String())),
+            bindparam("weights", weights.bm25, type_=ARRAY(Float())),
+            bindparam("average_length", weights.average_length, type_=Float()),
+            bindparam("keys", list(dict.fromkeys(scope_keys)), type_=ARRAY(String())),
+            bindparam("prefetch", prefetch, type_=Integer()),
+        )
+        .columns(column("memory_id", String()), column("score", Float()))
+    )
+
+
+async def coverage(
+    conn: AsyncConnection, weights: QueryWeights, memory_ids: Sequence[str]
+) -> dict[str, float]:
+    """Coverage in (0, 1] of each of ``memory_ids`` that holds at least one lexeme."""
+    whole = weights.whole
+    if whole <= 0 or not memory_ids:
+        return {}
+    params = {"lexemes": weights.lexemes, "weights": weights.coverage, "ids": list(memory_ids)}
+    rows = await conn.execute(_COVERAGE, params)
+    return {str(row[0]): min(float(row[1]) / whole, 1.0) for row in rows}
+
+
+_LEXEMES = text(
+    f"SELECT w, tsvector_to_array(to_tsvector('{PG_CONFIG}', w)) FROM unnest(:words) AS w"
+).bindparams(bindparam("words", type_=ARRAY(String())))
+_SCOPE_STATS = text(
+    f"SELECT count(*), avg(doc_len)::float8 FROM {FTS_TABLE} WHERE scope_key = ANY(:keys)"
+).bindparams(bindparam("keys", type_=ARRAY(String())))
+_HOLDING = text(
+    f"SELECT lexeme, count(*) FROM {FTS_TERMS} "
+    "WHERE scope_key = ANY(:keys) AND lexeme = ANY(:lexemes) GROUP BY lexeme"
+).bindparams(bindparam("keys", type_=ARRAY(String())), bindparam("lexemes", type_=ARRAY(String())))
+# BM25F (tf: the weighted count of a lexeme's positions; doc_len: the document's number of
+# distinct lexemes) with the idf of each lexeme given.
+_BM25 = f"""
+SELECT t.memory_id, sum(
+    w.weight * t.tf * {K1 + 1} / (t.tf + {K1} * (0.25 + 0.75 * t.doc_len / :average_length))
+) AS score
+FROM {FTS_TERMS} AS t
+JOIN unnest(CAST(:lexemes AS text[]), CAST(:weights AS float8[])) AS w (lexeme, weight)
+    ON w.lexeme = t.lexeme
+WHERE t.scope_key = ANY(:keys)
+GROUP BY t.memory_id
+ORDER BY score DESC
+LIMIT :prefetch
+"""
+_COVERAGE = text(
+    f"""
+SELECT t.memory_id, sum(w.weight)
+FROM {FTS_TERMS} AS t
+JOIN unnest(CAST(:lexemes AS text[]), CAST(:weights AS float8[])) AS w (lexeme, weight)
+    ON w.lexeme = t.lexeme
+WHERE t.memory_id = ANY(:ids)
+GROUP BY t.memory_id
+"""
+).bindparams(
+    bindparam("lexemes", type_=ARRAY(String())),
+    bindparam("weights", type_=ARRAY(Float())),
+    bindparam("ids", type_=ARRAY(String())),
+)
