@@ -24,9 +24,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         settings = load_settings()
-        logging.basicConfig(
-            level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-        )
+        _configure_logging(settings)
         if getattr(args, "api_key", "") is None and settings.agentcore_api_key is not None:
             args.api_key = settings.agentcore_api_key.get_secret_value()
         return int(args.run(args, settings))
@@ -44,18 +42,47 @@ def _prepare_embedded(settings: Settings) -> None:
         upgrade(settings.sqlalchemy_url)
 
 
+def _configure_logging(settings: Settings) -> None:
+    logging.basicConfig(
+        level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+
+
+def worker_app() -> Any:
+    """The app of one of ``serve --workers N``'s processes (each reads the environment and
+    builds its own container)."""
+    from agentcore.api.app import create_app
+
+    settings = load_settings()
+    _configure_logging(settings)
+    return create_app(settings)
+
+
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
 
     from agentcore.api.app import create_app
 
+    workers = settings.agentcore_workers if args.workers is None else args.workers
+    if workers < 1:
+        raise ConfigurationError("--workers must be at least 1")
+    if workers > 1 and settings.in_process_stores:
+        raise ConfigurationError(
+            f"{workers} worker processes need every store to be a server; not set: "
+            f"{', '.join(settings.in_process_stores)} (the embedded data directory, vector "
+            "engine and working memory belong to one process: run one worker, or configure "
+            "the servers)"
+        )
     _prepare_embedded(settings)
     certfile = args.ssl_certfile or settings.agentcore_ssl_certfile
     keyfile = args.ssl_keyfile or settings.agentcore_ssl_keyfile
     if (certfile is None) != (keyfile is None):
         raise ConfigurationError("TLS needs both a certificate file and a key file")
     uvicorn.run(
-        create_app(settings),
+        # Several processes: each imports and builds the app itself.
+        "agentcore.cli:worker_app" if workers > 1 else create_app(settings),
+        factory=workers > 1,
+        workers=workers,
         host=args.host,
         port=args.port,
         ssl_certfile=None if certfile is None else str(certfile),
@@ -278,6 +305,12 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=8080)
     serve.add_argument("--ssl-certfile", type=Path, help="TLS certificate (PEM)")
     serve.add_argument("--ssl-keyfile", type=Path, help="TLS private key (PEM)")
+    serve.add_argument(
+        "--workers",
+        type=int,
+        help="serving processes (default $AGENTCORE_WORKERS or 1); more than one needs "
+        "DATABASE_URL, REDIS_URL and QDRANT_URL",
+    )
     serve.set_defaults(run=_serve)
 
     mcp = commands.add_parser(

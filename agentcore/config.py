@@ -37,6 +37,8 @@ class Settings(BaseSettings):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     # production: refuses to serve without API keys unless AGENTCORE_ALLOW_OPEN is true.
     agentcore_mode: Literal["embedded", "production"] | None = None
+    # Serving processes (`serve --workers`); more than one needs every store to be a server.
+    agentcore_workers: int = Field(1, ge=1)
 
     # Security. API keys (JSON, see docs/security.md); without the file the service is open.
     agentcore_api_keys_file: Path | None = None
@@ -183,6 +185,17 @@ class Settings(BaseSettings):
     @property
     def embedded(self) -> bool:
         return self.database_url is None
+
+    @property
+    def in_process_stores(self) -> list[str]:
+        """The stores that live in the serving process (its data directory or its memory),
+        which one process alone can own: what more worker processes would need as servers."""
+        local = {
+            "DATABASE_URL": self.database_url is None,
+            "REDIS_URL": self.redis_url is None,
+            "QDRANT_URL": self.qdrant_url is None,
+        }
+        return [name for name, missing in local.items() if missing]
 
     @property
     def sqlalchemy_url(self) -> str:
