@@ -158,6 +158,8 @@ def build_vector_store(settings: Settings) -> VectorStore:
         return EdgeVectorStore(
             settings.agentcore_data_dir / "qdrant",
             max_search_threads=settings.vector_search_threads,
+            own_process=settings.vector_store_process,
+            log_level=settings.log_level,
         )
     from agentcore.adapters.vectors.qdrant_server import QdrantServerVectorStore
 
@@ -276,6 +278,7 @@ async def _build(
         "embedded" if settings.embedded else "production",
         pending,
         lambda: memory.indexing_backlog,
+        lambda: lexical.documents_in_memory,
     )
     tokens = BpeTokenCounter()  # one tokenizer for working memory and compression
     episodic = EpisodicMemoryService(

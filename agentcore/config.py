@@ -95,6 +95,9 @@ class Settings(BaseSettings):
     # Embedded vector store: threads one search may use (the engine's default, one per core,
     # only made its threads compete with the query's embedding and lexical search).
     vector_search_threads: int = Field(1, ge=1)
+    # Embedded vector store in a process of its own (its searches hold that process's GIL,
+    # not the server's); false: on a thread of the serving process.
+    vector_store_process: bool = True
 
     # Layers.
     working_memory_ttl: int = Field(3600, ge=1)

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from agentcore.adapters.vectors import EdgeVectorStore
+from agentcore.adapters.vectors.edge import EdgeVectorStore
 from agentcore.services.ports import VectorFilter, VectorPoint
 
 DIM = 384

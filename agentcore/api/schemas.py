@@ -182,6 +182,10 @@ class HealthResult(BaseModel):
     components: dict[str, ComponentHealth]
     pending_vector_writes: int  # outbox rows: vector writes not yet durable in the vector store
     indexing_backlog: int  # memories stored by this process whose vectors are still queued
+    # Embedded: lexical documents this process holds in memory (searched scopes, up to
+    # LEXICAL_MEMORY_DOCUMENTS); a large scope is held once its loading, started by its first
+    # search, is done.
+    lexical_documents_in_memory: int
 
     @classmethod
     def of(cls, report: HealthReport) -> HealthResult:
@@ -197,6 +201,7 @@ class HealthResult(BaseModel):
             },
             pending_vector_writes=report.pending_vector_writes,
             indexing_backlog=report.indexing_backlog,
+            lexical_documents_in_memory=report.lexical_documents_in_memory,
         )
 
 

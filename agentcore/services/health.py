@@ -30,6 +30,7 @@ class HealthReport:
     components: dict[str, ComponentStatus]
     pending_vector_writes: int
     indexing_backlog: int  # memories this process has stored and not yet embedded
+    lexical_documents_in_memory: int  # the lexical index's documents this process holds
 
 
 class HealthService:
@@ -39,12 +40,14 @@ class HealthService:
         mode: str,
         pending_vector_writes: Callable[[], Awaitable[int]],
         indexing_backlog: Callable[[], int] = lambda: 0,
+        lexical_documents: Callable[[], int] = lambda: 0,
         timeout: float = 2.0,
     ) -> None:
         self._probes = probes
         self._mode = mode
         self._pending = pending_vector_writes
         self._backlog = indexing_backlog
+        self._lexical_documents = lexical_documents
         self._timeout = timeout
 
     async def check(self) -> HealthReport:
@@ -62,6 +65,7 @@ class HealthService:
             components=components,
             pending_vector_writes=pending,
             indexing_backlog=self._backlog(),
+            lexical_documents_in_memory=self._lexical_documents(),
         )
 
     async def _run(self, name: str) -> ComponentStatus:

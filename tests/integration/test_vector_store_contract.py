@@ -20,8 +20,9 @@ import pytest
 from qdrant_client import AsyncQdrantClient
 
 from agentcore.adapters.mem0 import Mem0VectorStore
-from agentcore.adapters.vectors import EdgeVectorStore, QdrantServerVectorStore
-from agentcore.domain.errors import ConfigurationError
+from agentcore.adapters.vectors.edge import EdgeVectorStore
+from agentcore.adapters.vectors.qdrant_server import QdrantServerVectorStore
+from agentcore.domain.errors import ConfigurationError, ProviderError
 from agentcore.services.ports import VectorFilter, VectorPoint, VectorStore
 
 DIM = 4
@@ -36,18 +37,19 @@ class Backend:
     reopen: Callable[[int], Awaitable[VectorStore]]
 
 
-@pytest.fixture(params=["qdrant-edge", "qdrant", "mem0"])
+@pytest.fixture(params=["qdrant-edge", "qdrant-edge-process", "qdrant", "mem0"])
 async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
     opened: list[VectorStore] = []
 
-    if request.param in ("qdrant-edge", "mem0"):
+    if request.param != "qdrant":
 
         async def open_store(dimension: int) -> VectorStore:
             store: VectorStore
             if request.param == "mem0":
                 store = Mem0VectorStore.open(tmp_path / "data")
             else:
-                store = EdgeVectorStore(tmp_path / "vectors")
+                own_process = request.param == "qdrant-edge-process"
+                store = EdgeVectorStore(tmp_path / "vectors", own_process=own_process)
             opened.append(store)
             await store.ensure_collection(dimension, EMBEDDER)
             return store
@@ -328,7 +330,7 @@ async def test_edge_names_dimensions_when_metadata_file_is_lost(tmp_path: Path) 
 _KILLED_WRITER = """
 import asyncio, os, signal, sys
 import numpy as np
-from agentcore.adapters.vectors import EdgeVectorStore
+from agentcore.adapters.vectors.edge import EdgeVectorStore
 from agentcore.services.ports import VectorPoint
 
 async def main() -> None:
@@ -362,3 +364,22 @@ async def test_edge_flushed_write_survives_sigkill(tmp_path: Path) -> None:
         assert await ids(store, IN_SCOPE) == [point_id]
     finally:
         await store.close()
+
+
+async def test_edge_in_its_own_process_restarts_after_the_process_dies(tmp_path: Path) -> None:
+    store = EdgeVectorStore(tmp_path, own_process=True)
+    await store.ensure_collection(DIM, EMBEDDER)
+    try:
+        kept = point(QUERY)
+        await store.upsert([kept])
+        await store.flush()
+        child = store._shard._process  # type: ignore[attr-defined]
+        child.kill()
+        child.join()
+        with pytest.raises(ProviderError) as failed:  # the call under way: retryable
+            await store.upsert([point(vec(0, 1, 0, 0))])
+        assert failed.value.retryable
+        assert await ids(store, IN_SCOPE) == [kept.id]  # a new process, the shard reopened
+    finally:
+        await store.close()
+    assert not child.is_alive()

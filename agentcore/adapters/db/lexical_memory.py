@@ -276,6 +276,12 @@ class MemoryLexicon:
                     break
             return found
 
+    @property
+    def documents(self) -> int:
+        """The documents held in memory, of every scope."""
+        with self._lock:
+            return sum(len(scope) for scope in self._scopes.values())
+
     def held(self, scope_key: str) -> bool:
         """Whether the scope of ``scope_key`` is in memory."""
         with self._lock:

@@ -164,6 +164,11 @@ class SqlLexicalIndex:
 
         return await self._reader.run(read)
 
+    @property
+    def documents_in_memory(self) -> int:
+        """SQLite: the lexical documents held in memory (``lexical_memory``); else 0."""
+        return 0 if self._lexicon is None else self._lexicon.documents
+
     async def close(self) -> None:
         if self._reader is not None:
             await self._reader.close()

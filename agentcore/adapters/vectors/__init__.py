@@ -1,8 +1,3 @@
-"""Vector store adapters: embedded Qdrant (qdrant-edge) and Qdrant server (qdrant-client)."""
-
-from __future__ import annotations
-
-from agentcore.adapters.vectors.edge import EdgeVectorStore
-from agentcore.adapters.vectors.qdrant_server import QdrantServerVectorStore
-
-__all__ = ["EdgeVectorStore", "QdrantServerVectorStore"]
+"""Vector store adapters: embedded Qdrant (``edge``: qdrant-edge, on a thread or in a process
+of its own) and Qdrant server (``qdrant_server``: qdrant-client). Import them from their
+modules: a process that serves the embedded shard never loads qdrant-client."""

@@ -1,95 +1,73 @@
 """Embedded Qdrant (qdrant-edge): a Rust shard in a data directory, no server.
 
-The engine is synchronous, so every call runs on one thread owned by the store: the event
-loop never blocks and calls are serialized. ``EdgeShard.optimize()`` (HNSW build) holds the GIL
-for minutes on large shards and is deliberately never called here; filtered searches use the
-payload indexes over plain segments.
+The engine is synchronous and holds the GIL while it works, so its calls never run on the
+event loop: ``EdgeVectorStore`` sends each, one at a time, from a thread of its own to the
+shard (``edge_shard.ShardStore``), which lives either on that thread or, with
+``own_process``, in a child process (``edge_process``), where a long search holds the child's
+GIL instead of the server's. ``EdgeShard.optimize()`` (HNSW build) holds the GIL for minutes
+on large shards and is deliberately never called here; filtered searches use the payload
+indexes over plain segments.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import os
-import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
-import qdrant_edge as qe
 
-from agentcore.adapters.vectors.payload import (
-    BOOL_FIELDS,
-    FLOAT_FIELDS,
-    KEYWORD_FIELDS,
-    dimension_mismatch,
-    point_payload,
-    vector_list,
-)
+from agentcore.adapters.vectors.edge_process import EngineError, ShardProcess
+from agentcore.adapters.vectors.edge_shard import ShardStore
 from agentcore.domain.errors import AgentCoreError, ConfigurationError, ProviderError
 from agentcore.services.ports import VectorFilter, VectorHit, VectorPoint
 
 logger = logging.getLogger(__name__)
 
-T = TypeVar("T")
 
-_META_FILE = "collection.json"
-_SHARD_DIR = "shard"
-_INDEXES: dict[str, qe.PayloadSchemaType] = {
-    **dict.fromkeys(KEYWORD_FIELDS, qe.PayloadSchemaType.Keyword),
-    **dict.fromkeys(FLOAT_FIELDS, qe.PayloadSchemaType.Float),
-    **dict.fromkeys(BOOL_FIELDS, qe.PayloadSchemaType.Bool),
-}
+class _Shard(Protocol):
+    def call(self, op: str, *args: Any) -> Any: ...
 
 
-def edge_filter(flt: VectorFilter) -> qe.Filter:
-    """``VectorFilter`` as a qdrant-edge filter (all conditions must hold)."""
-    must: list[qe.ConditionType] = [
-        qe.FieldCondition("scope_key", match=qe.MatchAny(list(flt.scope_keys)))
-    ]
-    if flt.layers:
-        must.append(qe.FieldCondition("layer", match=qe.MatchAny(list(flt.layers))))
-    if flt.stage_id is not None:
-        must.append(qe.FieldCondition("stage_id", match=qe.MatchValue(flt.stage_id)))
-    if flt.tags_any:
-        must.append(qe.FieldCondition("tags", match=qe.MatchAny(list(flt.tags_any))))
-    for tag in flt.tags_all or ():  # one condition per tag: all must hold
-        must.append(qe.FieldCondition("tags", match=qe.MatchAny([tag])))
-    for key, value in (flt.metadata or {}).items():
-        must.append(qe.FieldCondition(f"metadata.{key}", match=_match_value(value)))
-    if flt.alive_at is not None:
-        must.append(qe.FieldCondition("expires_at", range=qe.RangeFloat(gt=flt.alive_at)))
-    if flt.ids is not None:
-        must.append(qe.HasIdCondition(set(flt.ids)))
-    return qe.Filter(must=must)
+class _LocalShard:
+    """The shard on the store's own thread."""
 
+    def __init__(self, store: ShardStore) -> None:
+        self._store = store
 
-def _match_value(value: str | int | bool) -> qe.MatchValue:
-    if isinstance(value, bool):
-        # The binding turns a Python bool into the integer 1/0 (bool subclasses int), which
-        # never matches a boolean payload; numpy.bool_ reaches the engine as a real bool.
-        return qe.MatchValue(np.bool_(value))  # type: ignore[arg-type]  # stub omits np.bool_
-    return qe.MatchValue(value)
+    def call(self, op: str, *args: Any) -> Any:
+        return getattr(self._store, op)(*args)
 
 
 class EdgeVectorStore:
-    """``VectorStore`` over ``qdrant_edge.EdgeShard`` in ``data_dir`` (created if absent).
+    """``VectorStore`` over a qdrant-edge shard in ``data_dir`` (created if absent).
 
     ``data_dir`` holds ``shard/`` (the engine's files) and ``collection.json`` (the dimension
     and embedder the shard was built for). Nothing is opened until ``ensure_collection``.
+    ``own_process`` runs the shard in a child process (the module doc); ``log_level`` is the
+    child's.
     """
 
-    def __init__(self, data_dir: str | Path, *, max_search_threads: int | None = None) -> None:
+    def __init__(
+        self,
+        data_dir: str | Path,
+        *,
+        max_search_threads: int | None = None,
+        own_process: bool = False,
+        log_level: str = "WARNING",
+    ) -> None:
         self._dir = Path(data_dir)
-        self._max_search_threads = max_search_threads
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="qdrant-edge")
-        self._shard: qe.EdgeShard | None = None
-        self._dimension = 0
+        self._shard: _Shard = (
+            ShardProcess(self._dir, max_search_threads, log_level)
+            if own_process
+            else _LocalShard(ShardStore(self._dir, max_search_threads))
+        )
+        self._open = False
         self._closed = False
 
     @property
@@ -97,19 +75,20 @@ class EdgeVectorStore:
         return "qdrant-edge"
 
     async def ensure_collection(self, dimension: int, embedder_name: str) -> None:
-        await self._run("open", partial(self._open, dimension, embedder_name))
+        await self._run("open", dimension, embedder_name)
+        self._open = True
 
     async def reset_collection(self, dimension: int, embedder_name: str) -> None:
-        await self._run("reset", partial(self._reset, dimension, embedder_name))
+        await self._run("reset", dimension, embedder_name)
+        self._open = True
 
     async def upsert(self, points: Sequence[VectorPoint]) -> None:
         if points:
-            await self._run("upsert", partial(self._upsert, list(points)))
+            await self._run("upsert", list(points))
 
     async def delete(self, ids: Sequence[str]) -> None:
         if ids:
-            op = qe.UpdateOperation.delete_points(list(ids))
-            await self._run("delete", lambda: self._require().update(op))
+            await self._run("delete", list(ids))
 
     async def search(
         self,
@@ -121,135 +100,40 @@ class EdgeVectorStore:
         self._require()
         if limit <= 0 or not flt.scope_keys:
             return []
-        request = qe.QueryRequest(
-            limit=limit,
-            query=qe.Query.Nearest(vector_list(vector, self._dimension)),
-            filter=edge_filter(flt),
-            score_threshold=score_threshold,
-            with_payload=False,
-            with_vector=False,
-        )
-        found = await self._run("search", lambda: self._require().query(request))
-        return [VectorHit(id=str(hit.id), score=hit.score) for hit in found]
+        found = await self._run("search", vector, flt, limit, score_threshold)
+        return [VectorHit(id=memory_id, score=score) for memory_id, score in found]
 
     async def count(self, flt: VectorFilter) -> int:
         if not flt.scope_keys:
             return 0
-        request = qe.CountRequest(exact=True, filter=edge_filter(flt))
-        return await self._run("count", lambda: self._require().count(request))
+        count: int = await self._run("count", flt)
+        return count
 
     async def flush(self) -> None:
-        await self._run("flush", lambda: self._require().flush())
+        await self._run("flush")
 
     async def close(self) -> None:
         if self._closed:
             return
-        if self._shard is not None:
-            await self._run("close", self._close)
+        await self._run("close")  # flushes first
         self._closed = True
         self._executor.shutdown(wait=False)  # the close above was the last job it ran
 
-    async def _run(self, op: str, call: Callable[[], T]) -> T:
-        """Run ``call`` on the store's thread; engine failures become ``ProviderError``."""
+    def _require(self) -> None:
+        if not self._open:
+            raise ConfigurationError("the vector store is not open: call ensure_collection first")
+
+    async def _run(self, op: str, *args: Any) -> Any:
+        """Run one call of the shard on the store's thread; engine failures become
+        ``ProviderError``."""
         if self._closed:
             raise ConfigurationError("the vector store is closed")
         loop = asyncio.get_running_loop()
         try:
-            return await loop.run_in_executor(self._executor, call)
+            return await loop.run_in_executor(self._executor, self._shard.call, op, *args)
         except (AgentCoreError, TypeError, ValueError):
             raise
-        except Exception as exc:  # the engine raises bare Exception for its runtime errors
-            logger.error("qdrant-edge %s failed in %s: %s", op, self._dir, exc)
+        except Exception as exc:  # the engine raises bare Exception (EngineError from a child)
+            detail = exc if isinstance(exc, EngineError) else repr(exc)
+            logger.error("qdrant-edge %s failed in %s: %s", op, self._dir, detail)
             raise ProviderError(f"embedded vector store {op} failed", operation=op) from exc
-
-    # --- the helpers below run on the store's thread (_require also guards loop-side calls) ---
-
-    def _require(self) -> qe.EdgeShard:
-        if self._shard is None:
-            raise ConfigurationError("the vector store is not open: call ensure_collection first")
-        return self._shard
-
-    def _open(self, dimension: int, embedder_name: str) -> None:
-        meta = self._read_meta()
-        stored = self._dimension or int(meta.get("dimension", 0))
-        stored_embedder = meta.get("embedder")
-        if stored and stored != dimension:
-            where = f"the vector store at {self._dir}"
-            raise dimension_mismatch(where, stored, stored_embedder, dimension, embedder_name)
-        if stored_embedder and stored_embedder != embedder_name:
-            logger.warning(
-                "vector store at %s was built with embedder %s, now opened with %s",
-                self._dir,
-                stored_embedder,
-                embedder_name,
-            )
-        if self._shard is None:
-            self._shard = self._load_or_create(dimension, embedder_name)
-            self._dimension = dimension
-        if not meta:
-            self._write_meta({"dimension": dimension, "embedder": embedder_name})
-        self._create_indexes(self._shard)
-
-    def _load_or_create(self, dimension: int, embedder_name: str) -> qe.EdgeShard:
-        path = self._dir / _SHARD_DIR
-        config = qe.EdgeConfig(
-            vectors=qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine),
-            max_search_threads=self._max_search_threads,
-        )
-        if not (path / "edge_config.json").exists():
-            path.mkdir(parents=True, exist_ok=True)
-            return qe.EdgeShard.create(str(path), config)
-        try:
-            return qe.EdgeShard.load(str(path), config)
-        except Exception as exc:
-            if "incompatible" not in str(exc).lower():
-                raise
-            config_file = json.loads((path / "edge_config.json").read_text(encoding="utf-8"))
-            found = int(config_file.get("vectors", {}).get("", {}).get("size", 0))
-            raise dimension_mismatch(
-                f"the vector store at {self._dir}", found, None, dimension, embedder_name
-            ) from exc
-
-    @staticmethod
-    def _create_indexes(shard: qe.EdgeShard) -> None:
-        existing = shard.info().payload_schema
-        for field, schema in _INDEXES.items():
-            if field not in existing:
-                shard.update(qe.UpdateOperation.create_field_index(field, schema))
-
-    def _upsert(self, points: list[VectorPoint]) -> None:
-        shard = self._require()
-        edge_points = [
-            qe.Point(p.id, vector_list(p.vector, self._dimension), point_payload(p)) for p in points
-        ]
-        shard.update(qe.UpdateOperation.upsert_points(edge_points))
-
-    def _reset(self, dimension: int, embedder_name: str) -> None:
-        self._close()
-        shutil.rmtree(self._dir / _SHARD_DIR, ignore_errors=True)
-        (self._dir / _META_FILE).unlink(missing_ok=True)
-        self._dimension = 0
-        self._open(dimension, embedder_name)
-
-    def _close(self) -> None:
-        shard, self._shard = self._shard, None
-        if shard is not None:
-            shard.flush()
-            shard.close()
-
-    def _read_meta(self) -> dict[str, Any]:
-        try:
-            text = (self._dir / _META_FILE).read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return {}
-        meta: dict[str, Any] = json.loads(text)
-        return meta
-
-    def _write_meta(self, meta: dict[str, Any]) -> None:
-        self._dir.mkdir(parents=True, exist_ok=True)
-        tmp = self._dir / f"{_META_FILE}.tmp"
-        with tmp.open("w", encoding="utf-8") as out:
-            json.dump(meta, out)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, self._dir / _META_FILE)

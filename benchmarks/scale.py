@@ -1,0 +1,282 @@
+"""One scope at scale: --memories (100,000 by default; 1,000,000 with patience) in one user's
+scope, then search, add, start-up, memory and disk as a user of that store sees them.
+
+Load (the bulk path): ``MemoryManager.add_batch`` of 100 items at a time in this process,
+through the service's own container on the data directory (embedded: SQLite + qdrant-edge;
+production: a fresh Postgres database, Redis, vectors on qdrant-edge: there is no Qdrant server
+here), then the wait until every vector is written. Texts are LoCoMo turns, numbered to keep
+them distinct, in sessions of 20; each memory carries one of ten tags (``t0``..``t9``).
+Vectors: ``--vectors real`` embeds every text with the local model (about 200 texts/s on two
+cores); ``--vectors synthetic`` (the default, so that 1M loads in minutes, not hours) gives each
+memory the real vector of its LoCoMo turn plus Gaussian noise (sigma 0.02 per dimension,
+about cosine 0.92 to the turn's own vector), normalized: memories cluster around real texts as
+they would in a real store, and the store's recorded embedder is the real one, so the server
+that opens it afterwards embeds its queries with the real model.
+
+Then ``agentcore serve`` opens the directory: start-up until /readyz answers 200, RSS after
+start, the first search (which starts loading the scope's lexical index into memory, embedded),
+the searches made while it loads (FTS5 answers them) and how long it takes, --queries LoCoMo
+questions with ``memory.search`` (limit 10) scoped to the user, then the same with a tag filter
+(one tag: a tenth of the scope), single ``memory.add`` calls while the scope is large, RSS after
+the searches (the server's; the embedded vector engine's process beside it), and the data
+directory's size on disk.
+
+    .venv/bin/python benchmarks/scale.py [--memories 100000] [--mode embedded|production]
+        [--vectors synthetic|real] [--queries 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import uvloop
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from load import PG_ADMIN, production_env
+from rpc_client import RpcConnection
+from service_latency import corpus, percentiles
+from serving import embedded_env, free_port, serve
+
+from agentcore.adapters.embedders.local_minilm import LocalMiniLMEmbedder
+from agentcore.bootstrap import build_container
+from agentcore.config import Settings
+from agentcore.domain.models import ScopeIds
+from agentcore.domain.records import NewMemory
+from agentcore.services.ports import Vectors
+
+USER = "scale-user"
+BATCH = 100
+SESSION_TURNS = 20
+TAGS = 10
+NOISE = 0.02
+
+
+class SyntheticEmbedder:
+    """The real model's vector of each text's LoCoMo turn, plus noise (module docstring)."""
+
+    def __init__(self, base: dict[str, Vectors], model_name: str, dimension: int) -> None:
+        self._base = base
+        self._model_name = model_name
+        self._dimension = dimension
+        self._rng = np.random.default_rng(3)
+
+    @property
+    def model_name(self) -> str:
+        return self._model_name
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    async def embed(self, texts: Sequence[str]) -> Vectors:
+        rows = np.stack([self._base[text.rsplit(" (#", 1)[0]] for text in texts])
+        rows = rows + self._rng.normal(0, NOISE, rows.shape).astype(np.float32)
+        normalized: Vectors = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+        return normalized
+
+    async def embed_query(self, text: str) -> Vectors:
+        vector: Vectors = (await self.embed([text]))[0]
+        return vector
+
+    async def close(self) -> None:
+        return None
+
+
+def text_of(turns: list[str], i: int) -> str:
+    return f"{turns[i % len(turns)]} (#{i})"
+
+
+async def load(settings: Settings, turns: list[str], count: int, vectors: str) -> dict[str, Any]:
+    """Store ``count`` memories through the container's bulk path; time it."""
+    real = LocalMiniLMEmbedder(threads=os.cpu_count() or 1)
+    embedder: Any = real
+    if vectors == "synthetic":
+        distinct = list(dict.fromkeys(turns))
+        base = dict(zip(distinct, await real.embed(distinct), strict=True))
+        embedder = SyntheticEmbedder(base, real.model_name, real.dimension)
+    container = await build_container(settings, embedder=embedder)
+    started = time.monotonic()
+    try:
+        for start in range(0, count, BATCH):
+            items = [
+                NewMemory(
+                    content=text_of(turns, i),
+                    scope=ScopeIds(user_id=USER, session_id=f"s{i // SESSION_TURNS}"),
+                    tags=[f"t{i % TAGS}"],
+                )
+                for i in range(start, min(start + BATCH, count))
+            ]
+            await container.memory.add_batch(items)
+            if start % 50_000 == 0 and start:
+                rate = start / (time.monotonic() - started)
+                print(f"  {start} stored ({rate:.0f}/s)", file=sys.stderr, flush=True)
+        stored = time.monotonic()
+        while not await container.memory.indexed(600):
+            pass
+        await container.vector_sync.flush()
+        indexed = time.monotonic()
+    finally:
+        await container.aclose()
+        await real.close()
+    return {
+        "memories": count,
+        "vectors": vectors,
+        "stored_per_second": round(count / (stored - started), 1),
+        "indexed_per_second": round(count / (indexed - started), 1),
+    }
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return -1.0
+
+
+def children(pid: int) -> list[int]:
+    """The processes ``pid`` started (the embedded vector engine's)."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            if b"spawn_main" in Path(f"/proc/{child}/cmdline").read_bytes():
+                found.append(int(child))
+    return found
+
+
+def disk_mib(path: str) -> float:
+    out = subprocess.run(["du", "-sk", path], capture_output=True, text=True, check=True)
+    return round(int(out.stdout.split()[0]) / 1024, 1)
+
+
+async def measure(port: int, turns: list[str], questions: list[str], args: Any) -> dict[str, Any]:
+    conn = RpcConnection("127.0.0.1", port)
+    rng = random.Random(9)
+    asked = [rng.choice(questions) for _ in range(args.queries)]
+
+    async def timed(method: str, params: dict[str, Any]) -> float:
+        started = time.perf_counter()
+        reply = await conn.call(method, {**params, "user_id": USER})
+        if "error" in reply:
+            raise SystemExit(f"{method} failed: {reply['error']}")
+        return (time.perf_counter() - started) * 1000
+
+    first = await timed("memory.search", {"query": asked[0], "limit": 10})
+    loading: list[float] = []  # embedded: searches while the scope's lexical index loads
+    started = time.monotonic()
+    while args.mode == "embedded":
+        health = (await conn.call("memory.health", {}))["result"]
+        if health["lexical_documents_in_memory"] >= args.memories:
+            break
+        if time.monotonic() - started > 900:
+            raise SystemExit("the lexical index did not load within 15 minutes")
+        q = asked[len(loading) % len(asked)]
+        loading.append(await timed("memory.search", {"query": q, "limit": 10}))
+    lexical_load = time.monotonic() - started
+    plain = [await timed("memory.search", {"query": q, "limit": 10}) for q in asked]
+    tagged = [
+        await timed("memory.search", {"query": q, "limit": 10, "tags": [f"t{i % TAGS}"]})
+        for i, q in enumerate(asked)
+    ]
+    adds = [
+        await timed("memory.add", {"content": text_of(turns, args.memories + i)})
+        for i in range(args.queries)
+    ]
+    await conn.close()
+    return {
+        "first_search_ms": round(first, 1),
+        "lexical_index_load_seconds": round(lexical_load, 1),
+        "search_while_lexical_index_loads": percentiles(loading, []) if loading else None,
+        "search": percentiles(plain, []),
+        "search_one_tag": percentiles(tagged, []),
+        "add": percentiles(adds, []),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--memories", type=int, default=100_000)
+    parser.add_argument("--mode", choices=["embedded", "production"], default="embedded")
+    parser.add_argument("--vectors", choices=["synthetic", "real"], default="synthetic")
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        help="keep the loaded store here (embedded): a second run measures it again, unloaded",
+    )
+    args = parser.parse_args()
+    turns, questions = corpus()
+    report: dict[str, Any] = {"mode": args.mode}
+    with tempfile.TemporaryDirectory() as scratch:
+        data_dir = str(args.data_dir or scratch)
+        loaded = Path(data_dir, "scale.json")
+        database = None
+        if args.mode == "production":
+            env, database = production_env(data_dir)
+        else:
+            env = embedded_env(data_dir)
+            subprocess.run(
+                [sys.executable, "-m", "agentcore.cli", "migrate"],
+                env=env,
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )
+        settings = Settings(
+            agentcore_data_dir=Path(data_dir),
+            database_url=env.get("DATABASE_URL"),
+            redis_url=env.get("REDIS_URL"),
+        )
+        try:
+            if loaded.is_file() and args.mode == "embedded":
+                report["load"] = json.loads(loaded.read_text())
+            else:
+                report["load"] = uvloop.run(load(settings, turns, args.memories, args.vectors))
+                loaded.write_text(json.dumps(report["load"]))
+            report["disk_mib"] = disk_mib(data_dir)
+            port = free_port()
+            started = time.monotonic()
+            server = serve(env, port)
+            try:
+                while True:
+                    try:
+                        ready = httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1)
+                        if ready.status_code == 200:
+                            break
+                    except httpx.HTTPError:
+                        pass
+                    time.sleep(0.05)
+                report["startup_seconds"] = round(time.monotonic() - started, 2)
+                report["rss_after_start_mib"] = rss_mib(server.pid)
+                report.update(uvloop.run(measure(port, turns, questions, args)))
+                report["rss_after_searches_mib"] = rss_mib(server.pid)
+                report["rss_vector_process_mib"] = sum(rss_mib(pid) for pid in children(server.pid))
+            finally:
+                server.terminate()
+                server.wait(timeout=60)
+        finally:
+            if database is not None:
+                import psycopg
+
+                with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+                    conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+    report["machine"] = (
+        f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    )
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
