@@ -3,18 +3,20 @@
 Starts `agentcore serve` in a fresh data directory, embedded (SQLite, qdrant-edge, the local
 embedder) or in production mode (a fresh Postgres database migrated with `agentcore migrate`,
 Redis; vectors stay on qdrant-edge: no Qdrant server here), loads --preload LoCoMo turns into
-one user's scope with memory.add_batch, then sends --calls calls, half single memory.add
-(LoCoMo turns not loaded) and half memory.search (LoCoMo questions, limit 10), in random
-order, keeping --in-flight of them outstanding over HTTP/1.1 connections. Reports calls/s,
-the latency percentiles of each kind, the errors by code, and checks that every acknowledged
-add is stored (memory.get of each id after the run: "lost" must be 0).
+one user's scope with memory.add_batch (from --bulk-streams concurrent callers; reported:
+memories stored and indexed per second, batches refused), waits until they are indexed, then
+sends --calls calls, half single memory.add (LoCoMo turns not loaded) and half memory.search
+(LoCoMo questions, limit 10), in random order, keeping --in-flight of them outstanding over
+HTTP/1.1 connections (benchmarks/rpc_client.py). Reports calls/s, the latency percentiles of
+each kind, the server's and the client's CPU per call, the errors by code, and checks that
+every acknowledged add is stored (memory.get of each id after the run: "lost" must be 0).
 
 Beside it, the floor: the embeddings per second the local model does on this machine's
 cores in large batches (in this process, one thread per core): an add costs one embedding and
 a search one query embedding, so that rate bounds the calls.
 
     .venv/bin/python benchmarks/load.py [--mode embedded|production] [--calls 1000]
-        [--in-flight 50] [--preload 2000]
+        [--in-flight 50] [--preload 2000] [--bulk-streams 1]
 """
 
 from __future__ import annotations
@@ -78,19 +80,33 @@ async def wait_indexed(conn: RpcConnection, seconds: float = 600) -> float:
     raise TimeoutError("the server did not finish indexing the preload")
 
 
-async def preload(conn: RpcConnection, turns: list[str], count: int) -> dict[str, Any]:
-    """``count`` turns stored with memory.add_batch (100 a call), then indexed."""
+async def preload(
+    conns: list[RpcConnection], turns: list[str], count: int, streams: int
+) -> dict[str, Any]:
+    """``count`` turns stored with memory.add_batch (100 a call) by ``streams`` concurrent
+    callers, then indexed; the batches refused, by error code."""
     started = time.monotonic()
-    for start in range(0, count, 100):
-        items = [{"content": t, "user_id": USER} for t in turns[start : start + 100]]
-        reply = await conn.call("memory.add_batch", {"items": items})
-        assert "result" in reply, reply
+    batches = [
+        [{"content": f"{turns[i % len(turns)]} (#{i})", "user_id": USER} for i in range(s, s + 100)]
+        for s in range(0, count, 100)
+    ]
+    refused: Counter[str] = Counter()
+
+    async def stream(conn: RpcConnection, mine: list[list[dict[str, Any]]]) -> None:
+        for items in mine:
+            reply = await conn.call("memory.add_batch", {"items": items})
+            if "error" in reply:
+                refused[reply["error"]["data"]["code"]] += 1
+
+    await asyncio.gather(*(stream(conns[n], batches[n::streams]) for n in range(streams)))
     stored = time.monotonic()
-    indexed = await wait_indexed(conn)
+    indexed = await wait_indexed(conns[0])
     return {
         "memories": count,
+        "streams": streams,
         "stored_per_second": round(count / (stored - started), 1),
         "indexed_per_second": round(count / (indexed - started), 1),
+        "refused_batches": dict(refused),
     }
 
 
@@ -102,8 +118,9 @@ async def drive(
     args: argparse.Namespace,
     server: ServerCpu,
 ) -> dict[str, Any]:
-    conns = [RpcConnection(host, port) for _ in range(args.in_flight)]
-    report: dict[str, Any] = {"preload": await preload(conns[0], turns, args.preload)}
+    conns = [RpcConnection(host, port) for _ in range(max(args.in_flight, args.bulk_streams))]
+    loaded = await preload(conns, turns, args.preload, args.bulk_streams)
+    report: dict[str, Any] = {"preload": loaded}
     await conns[0].call("memory.search", {"query": "warm up", "user_id": USER})
 
     rng = random.Random(5)
@@ -193,6 +210,9 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--in-flight", type=int, default=50)
     parser.add_argument("--preload", type=int, default=2000)
+    parser.add_argument(
+        "--bulk-streams", type=int, default=1, help="concurrent memory.add_batch callers"
+    )
     args = parser.parse_args()
     turns, questions = corpus()
     report: dict[str, Any] = {"mode": args.mode}

@@ -4,7 +4,8 @@
 and replies; the memory is durable and findable by its words at once. The indexer then embeds
 and writes its vector in the background. Entries queued while an embedding runs are embedded
 together in the next call (one onnxruntime call for the writes that arrived together, up to
-``batch_size``), so concurrent writers share the embedder's work.
+``batch_size``), so concurrent writers share the embedder's work; the next batch is read and
+embedded while the previous one is written (``VectorSync.prepare`` / ``write``).
 
 Reads stay consistent: a search first waits (``settle``) until the vectors of its scopes that
 were owed when it arrived are written, up to ``max_wait`` seconds; past that it goes on with
@@ -23,9 +24,11 @@ from collections.abc import Collection, Sequence
 from agentcore.domain.models import Memory
 from agentcore.services.failures import log_failure
 from agentcore.services.ports import OutboxEntry
-from agentcore.services.vector_sync import UPSERT, VectorSync
+from agentcore.services.vector_sync import UPSERT, Prepared, VectorSync
 
 log = logging.getLogger(__name__)
+
+_Batch = tuple[list[tuple[int, OutboxEntry]], "asyncio.Future[Prepared]"]
 
 
 class VectorIndexer:
@@ -79,19 +82,33 @@ class VectorIndexer:
         return True
 
     async def _run(self) -> None:
-        while self._queue:
-            batch = [self._queue.popleft() for _ in range(min(self._batch_size, len(self._queue)))]
-            entries = [entry for _, entry in batch]
-            try:
-                await self._sync.apply(entries)
-            except Exception as exc:  # the entries stay in the outbox: replayed by VectorSync
-                log_failure(
-                    log, f"indexing {len(batch)} vectors failed; they will be replayed", exc
-                )
-            finally:
-                self._sync.release([entry.id for entry in entries])
-            async with self._changed:
-                self._done = batch[-1][0]
-                if not self._queue:
-                    self._last_of_scope.clear()
-                self._changed.notify_all()
+        """Each batch is prepared (read and embedded), then written; the next batch is
+        prepared while the one before it is finished, so the embedder's threads do not wait
+        for the database and the vector store. Batches are written in their order."""
+        ahead: _Batch | None = None
+        while self._queue or ahead is not None:
+            current = None
+            if self._queue:
+                taken = min(self._batch_size, len(self._queue))
+                batch = [self._queue.popleft() for _ in range(taken)]
+                prepared = self._sync.prepare([entry for _, entry in batch])
+                current = (batch, asyncio.ensure_future(prepared))
+            if ahead is not None:
+                await self._finish(*ahead)
+            ahead = current
+
+    async def _finish(
+        self, batch: list[tuple[int, OutboxEntry]], prepared: asyncio.Future[Prepared]
+    ) -> None:
+        entries = [entry for _, entry in batch]
+        try:
+            await self._sync.write(await prepared)
+        except Exception as exc:  # the entries stay in the outbox: replayed by VectorSync
+            log_failure(log, f"indexing {len(batch)} vectors failed; they will be replayed", exc)
+        finally:
+            self._sync.release([entry.id for entry in entries])
+        async with self._changed:
+            self._done = batch[-1][0]
+            if self._done >= self._submitted:  # nothing queued or under way
+                self._last_of_scope.clear()
+            self._changed.notify_all()

@@ -13,6 +13,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
 
@@ -53,6 +54,14 @@ def to_point(memory: Memory, vector: Sequence[float] | Vectors) -> VectorPoint:
         created_at=memory.created_at.timestamp(),
         metadata=scalars,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """Vector writes read and embedded (``VectorSync.prepare``), not yet written."""
+
+    to_delete: list[OutboxEntry]
+    points: list[tuple[int, VectorPoint]]  # (outbox entry id, point)
 
 
 class VectorSync:
@@ -143,8 +152,14 @@ class VectorSync:
         """Apply queued writes from the database's current state: a memory's vector is
         embedded from its content as stored now, and a memory deleted or compacted meanwhile
         loses its vector whatever was queued. Returns how many were applied."""
+        return await self.write(await self.prepare(entries))
+
+    async def prepare(self, entries: Sequence[OutboxEntry]) -> Prepared:
+        """The first half of ``apply``: read the memories and embed those that keep a vector.
+        Several may run at once; ``write`` their results in the order they were prepared (a
+        later preparation read the database later)."""
         if not entries:
-            return 0
+            return Prepared([], [])
         async with self._uow_factory(read_only=True) as uow:
             memories = await uow.memories.get_many(list({e.memory_id for e in entries}))
         by_id = {memory.id: memory for memory in memories}
@@ -155,26 +170,31 @@ class VectorSync:
         for e in entries:
             dropped = e.op == DELETE or e.memory_id not in by_id or e.memory_id in gone
             (to_delete if dropped else to_upsert).append(e)
+        if not to_upsert:
+            return Prepared(to_delete, [])
+        ids = list(dict.fromkeys(e.memory_id for e in to_upsert))  # each memory embedded once
+        try:
+            vectors = await self._embedder.embed([by_id[i].content for i in ids])
+        except AgentCoreError as exc:
+            log.warning("embedding for the vector index failed: %s", exc.message)
+            await self._mark_failed([e.id for e in to_upsert])
+            return Prepared(to_delete, [])
+        vector_of = dict(zip(ids, vectors, strict=True))
+        points = [(e.id, to_point(by_id[e.memory_id], vector_of[e.memory_id])) for e in to_upsert]
+        return Prepared(to_delete, points)
+
+    async def write(self, prepared: Prepared) -> int:
+        """The second half of ``apply``: the vector store's deletes and upserts. Returns how
+        many writes were applied."""
         applied = 0
+        to_delete, points = prepared.to_delete, prepared.points
         if to_delete and await self.delete(
             [e.id for e in to_delete], [e.memory_id for e in to_delete]
         ):
             applied += len(to_delete)
-        if to_upsert:
-            ids = list(dict.fromkeys(e.memory_id for e in to_upsert))  # each memory embedded once
-            try:
-                vectors = await self._embedder.embed([by_id[i].content for i in ids])
-            except AgentCoreError as exc:
-                log.warning("embedding for the vector index failed: %s", exc.message)
-                await self._mark_failed([e.id for e in to_upsert])
-                return applied
-            vector_of = dict(zip(ids, vectors, strict=True))
-            points = [
-                (e.id, to_point(by_id[e.memory_id], vector_of[e.memory_id])) for e in to_upsert
-            ]
-            if await self.upsert(points):
-                applied += len(points)
-                await self._drop_removed_meanwhile(ids)
+        if points and await self.upsert(points):
+            applied += len(points)
+            await self._drop_removed_meanwhile(list(dict.fromkeys(p.id for _, p in points)))
         return applied
 
     async def _drop_removed_meanwhile(self, memory_ids: Sequence[str]) -> None:

@@ -6,16 +6,18 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
 import pytest
 
 from agentcore.domain.errors import EmbeddingFailed
-from agentcore.domain.models import ScopeIds
+from agentcore.domain.models import Layer, Memory, ScopeIds, ScopeLevel
 from agentcore.domain.records import NewMemory
+from agentcore.services.indexer import VectorIndexer
 from agentcore.services.memory_manager import MemoryManager
-from agentcore.services.ports import Vectors
+from agentcore.services.ports import OutboxEntry, VectorPoint, Vectors
 from agentcore.services.retrieval import EnhancedRetrieval, SearchQuery
-from agentcore.services.vector_sync import VectorSync
+from agentcore.services.vector_sync import Prepared, VectorSync
 from tests.fakes import FakeEmbedder, FakeStore, FakeVectorStore
 from tests.unit.conftest import FakeClock
 
@@ -132,3 +134,50 @@ async def test_close_writes_what_is_queued(wait: float) -> None:
     await rig.memory.add_batch([NewMemory(f"note {i}", ALICE) for i in range(5)])
     await rig.memory.close()
     assert len(rig.vectors.points) == 5
+
+
+class StepSync:
+    """Stands in for VectorSync: records when each batch is prepared and written; the
+    preparation of the first batch waits for ``release``."""
+
+    def __init__(self) -> None:
+        self.events: list[str] = []
+        self.release_first = asyncio.Event()
+
+    async def prepare(self, entries: Sequence[OutboxEntry]) -> Prepared:
+        name = entries[0].memory_id
+        self.events.append(f"prepare {name}")
+        if name == "a":
+            await self.release_first.wait()
+        return Prepared([], [(entry.id, _point(entry.memory_id)) for entry in entries])
+
+    async def write(self, prepared: Prepared) -> int:
+        self.events.append(f"write {prepared.points[0][1].id}")
+        return len(prepared.points)
+
+    def reserve(self, entry_ids: Sequence[int]) -> None:
+        return None
+
+    def release(self, entry_ids: Sequence[int]) -> None:
+        return None
+
+
+def _point(memory_id: str) -> VectorPoint:
+    return VectorPoint(memory_id, [1.0], "user:alice", {"user_id": "alice"}, "episodic")
+
+
+async def test_the_next_batch_is_embedded_while_the_one_before_waits_and_writes_keep_order() -> (
+    None
+):
+    sync = StepSync()
+    indexer = VectorIndexer(sync, batch_size=1)  # type: ignore[arg-type]
+    for number, name in enumerate(("a", "b", "c")):
+        memory = Memory(id=name, content=name, layer=Layer.EPISODIC, scope_level=ScopeLevel.USER,
+                        scope=ALICE, created_at=datetime(2025, 1, 1, tzinfo=UTC),
+                        updated_at=datetime(2025, 1, 1, tzinfo=UTC))  # fmt: skip
+        indexer.submit([(number, memory)])
+    await asyncio.sleep(0.01)
+    assert sync.events == ["prepare a", "prepare b"]  # b prepared while a still embeds
+    sync.release_first.set()
+    assert await indexer.drain(5)
+    assert [e for e in sync.events if e.startswith("write")] == ["write a", "write b", "write c"]
