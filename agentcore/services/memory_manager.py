@@ -148,15 +148,16 @@ class MemoryManager:
         """One transaction for the new memories of one or more ``add_batch`` calls (the group
         commit's), each table written in one statement for all of them, except memories that
         may supersede others (stored one at a time, in order); then their vectors are queued."""
-        plain = [memory for memory in memories if not may_supersede(memory)]
+        slotted = [may_supersede(memory) for memory in memories]
+        plain = [memory for memory, it in zip(memories, slotted, strict=True) if not it]
         async with self._uow_factory() as uow:
             if plain:
                 await uow.memories.add_many(plain)
                 await uow.history.add_many(
                     [self._event(m, EventKind.ADD, None, _snapshot(m)) for m in plain]
                 )
-            for memory in memories:
-                if may_supersede(memory):
+            for memory, it in zip(memories, slotted, strict=True):
+                if it:
                     await supersede(uow, memory, self._record)
                     await uow.memories.add(memory)
                     await self._record(uow, memory, EventKind.ADD, None, _snapshot(memory))

@@ -62,6 +62,7 @@ class Prepared:
 
     to_delete: list[OutboxEntry]
     points: list[tuple[int, VectorPoint]]  # (outbox entry id, point)
+    deletes: int  # vector deletes this process had issued when the memories were read
 
 
 class VectorSync:
@@ -79,6 +80,7 @@ class VectorSync:
         self._clock = clock
         self._batch_size = batch_size
         self._applied: set[int] = set()  # outbox ids applied but not yet flushed
+        self._deletes = 0  # vector deletes issued so far (see ``write``)
         self._in_flight: set[int] = set()
         self._lock = asyncio.Lock()
 
@@ -90,6 +92,7 @@ class VectorSync:
 
     async def delete(self, entry_ids: Sequence[int], memory_ids: Sequence[str]) -> bool:
         """Apply queued deletes now; on failure they stay queued for ``run``. True if applied."""
+        self._deletes += 1
         return await self._apply(entry_ids, DELETE, lambda: self._vectors.delete(memory_ids))
 
     async def _apply(
@@ -159,7 +162,8 @@ class VectorSync:
         Several may run at once; ``write`` their results in the order they were prepared (a
         later preparation read the database later)."""
         if not entries:
-            return Prepared([], [])
+            return Prepared([], [], self._deletes)
+        deletes = self._deletes
         async with self._uow_factory(read_only=True) as uow:
             memories = await uow.memories.get_many(list({e.memory_id for e in entries}))
         by_id = {memory.id: memory for memory in memories}
@@ -171,17 +175,17 @@ class VectorSync:
             dropped = e.op == DELETE or e.memory_id not in by_id or e.memory_id in gone
             (to_delete if dropped else to_upsert).append(e)
         if not to_upsert:
-            return Prepared(to_delete, [])
+            return Prepared(to_delete, [], deletes)
         ids = list(dict.fromkeys(e.memory_id for e in to_upsert))  # each memory embedded once
         try:
             vectors = await self._embedder.embed([by_id[i].content for i in ids])
         except AgentCoreError as exc:
             log.warning("embedding for the vector index failed: %s", exc.message)
             await self._mark_failed([e.id for e in to_upsert])
-            return Prepared(to_delete, [])
+            return Prepared(to_delete, [], deletes)
         vector_of = dict(zip(ids, vectors, strict=True))
         points = [(e.id, to_point(by_id[e.memory_id], vector_of[e.memory_id])) for e in to_upsert]
-        return Prepared(to_delete, points)
+        return Prepared(to_delete, points, deletes)
 
     async def write(self, prepared: Prepared) -> int:
         """The second half of ``apply``: the vector store's deletes and upserts. Returns how
@@ -194,12 +198,16 @@ class VectorSync:
             applied += len(to_delete)
         if points and await self.upsert(points):
             applied += len(points)
-            await self._drop_removed_meanwhile(list(dict.fromkeys(p.id for _, p in points)))
+            if self._deletes != prepared.deletes:  # a delete may have come before this upsert
+                await self._drop_removed_meanwhile(list(dict.fromkeys(p.id for _, p in points)))
         return applied
 
     async def _drop_removed_meanwhile(self, memory_ids: Sequence[str]) -> None:
         """A memory deleted or compacted while its vector was being embedded had its vector
-        removed at once, possibly before this upsert wrote it back: remove it again."""
+        removed at once, possibly before this upsert wrote it back: remove it again. (Only
+        when this process issued a vector delete meanwhile: another process's delete in that
+        window leaves a vector that searches never return, since they check each candidate
+        against the database.)"""
         async with self._uow_factory(read_only=True) as uow:
             found = await uow.memories.get_many(memory_ids)
         kept = {memory.id for memory in found if memory.compacted_into_id is None}

@@ -149,7 +149,7 @@ class StepSync:
         self.events.append(f"prepare {name}")
         if name == "a":
             await self.release_first.wait()
-        return Prepared([], [(entry.id, _point(entry.memory_id)) for entry in entries])
+        return Prepared([], [(entry.id, _point(entry.memory_id)) for entry in entries], 0)
 
     async def write(self, prepared: Prepared) -> int:
         self.events.append(f"write {prepared.points[0][1].id}")

@@ -490,8 +490,9 @@ class SqlHistoryRepository:
         await self._session.execute(_HISTORY_INSERT, _event_values(event))
 
     async def add_many(self, events: Sequence[MemoryEvent]) -> None:
-        if events:
-            await self._session.execute(_HISTORY_INSERT, [_event_values(e) for e in events])
+        values = [_event_values(e) for e in events]
+        if values:  # one row: a plain execute (an executemany costs more for one)
+            await self._session.execute(_HISTORY_INSERT, values[0] if len(values) == 1 else values)
 
     async def for_memory(self, memory_id: str) -> list[MemoryEvent]:
         """Oldest first; events that share a timestamp in the order they were added."""
