@@ -92,13 +92,13 @@ class Gate:
         self._rate = rate
         self._buckets: dict[str, TokenBucket] = {}
         self._calls = Counter(
-            "agentcore_api_key_calls",
+            "agentcore_api_key_calls_total",
             "Calls by API key id and outcome",
             ["key_id", "outcome"],
             registry=registry,
         )
         self._limited = Counter(
-            "agentcore_rate_limited",
+            "agentcore_rate_limited_total",
             "Calls refused by a key's rate limit",
             ["key_id"],
             registry=registry,

@@ -10,7 +10,7 @@ _BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5
 class RpcMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
         self.requests = Counter(
-            "agentcore_rpc_requests",
+            "agentcore_rpc_requests_total",
             "JSON-RPC calls by method and outcome (ok or an error code)",
             ["method", "outcome"],
             registry=registry,

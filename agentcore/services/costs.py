@@ -93,32 +93,46 @@ class CostReport:
 class _CostMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
         self.dollars = Counter(
-            "agentcore_llm_cost_usd",
+            "agentcore_llm_cost_usd_total",
             "Dollars spent on model calls, by operation and model",
             ["operation", "model"],
             registry=registry,
         )
         self.tokens = Counter(
-            "agentcore_llm_tokens",
+            "agentcore_llm_tokens_total",
             "Tokens of model calls, by operation, model and direction (input or output)",
             ["operation", "model", "direction"],
             registry=registry,
         )
         self.alerts = Counter(
-            "agentcore_budget_alerts",
+            "agentcore_budget_alerts_total",
             "Months whose spend crossed ALERT_THRESHOLD_PCT of MONTHLY_TOKEN_BUDGET_USD",
             registry=registry,
         )
         self.refusals = Counter(
-            "agentcore_budget_refusals",
+            "agentcore_budget_refusals_total",
             "Model calls refused because they would pass the monthly budget",
             registry=registry,
         )
         self.used = Gauge(
-            "agentcore_budget_used_pct",
-            "Percentage of this month's budget spent, as last read by this process",
+            "agentcore_budget_used_ratio",
+            "Share of this month's budget spent (1: spent), as last read by this process",
             registry=registry,
         )
+        self.spent = Gauge(
+            "agentcore_budget_spent_usd",
+            "Dollars spent this month by every process, as last read by this process",
+            registry=registry,
+        )
+        self.budget = Gauge(
+            "agentcore_budget_usd",
+            "The monthly budget of model calls (MONTHLY_TOKEN_BUDGET_USD)",
+            registry=registry,
+        )
+
+    def month_read(self, status: BudgetStatus) -> None:
+        self.used.set(status.used_pct / 100)
+        self.spent.set(status.spent_usd)
 
 
 def is_embedding(operation: str) -> bool:
@@ -145,6 +159,7 @@ class CostTracker:
         self._prices = prices
         self._clock = clock
         self._metrics = _CostMetrics(registry)
+        self._metrics.budget.set(monthly_budget_usd)
         self._reasoning_model = reasoning_model
         self._budget = monthly_budget_usd
         self._alert_pct = alert_threshold_pct
@@ -227,7 +242,10 @@ class CostTracker:
         since, until = month_bounds(month)
         async with self._uows(read_only=True) as uow:
             spent = await uow.costs.spent(since, until)
-        return self._status(month, spent)
+        status = self._status(month, spent)
+        if month == month_of(self._clock()):
+            self._metrics.month_read(status)
+        return status
 
     async def report(
         self,
@@ -297,7 +315,7 @@ class CostTracker:
         """Export the month's spend; alert once per month when it crosses the threshold."""
         status = self._status(month, spent)
         if month == month_of(self._clock()):
-            self._metrics.used.set(status.used_pct)
+            self._metrics.month_read(status)
         if status.alert and month not in self._alerted:
             self._alerted.add(month)
             self._metrics.alerts.inc()

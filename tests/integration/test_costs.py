@@ -167,9 +167,12 @@ async def test_compression_metrics_stored_summarized_and_exposed(
         return exposed.get((name, tuple(sorted(labels.items()))))
 
     stage_extractive = {"level": "stage", "engine": "extractive"}
-    assert value("agentcore_compression_ratio_bucket", le="10.0", **stage_extractive) == 1
-    assert value("agentcore_compression_ratio_bucket", le="8.0", **stage_extractive) == 0
-    assert value("agentcore_compression_retention_count", level="task", engine="extractive") == 1
+    assert value("agentcore_compression_factor_bucket", le="10.0", **stage_extractive) == 1
+    assert value("agentcore_compression_factor_bucket", le="8.0", **stage_extractive) == 0
+    retention = value(
+        "agentcore_compression_retention_ratio_count", level="task", engine="extractive"
+    )
+    assert retention == 1
     assert value("agentcore_compressions_total", level="stage", engine="llm", fallback="true") == 1
     assert value("agentcore_compression_cost_usd_total", level="stage", engine="llm") == (
         pytest.approx(0.00112)

@@ -308,6 +308,9 @@ async def test_alert_at_75_percent_once_per_month(caplog: pytest.LogCaptureFixtu
     assert not status.alert
     assert status.used_pct == pytest.approx(74.0)
     assert alerts() == 0
+    assert registry.get_sample_value("agentcore_budget_used_ratio") == pytest.approx(0.74)
+    assert registry.get_sample_value("agentcore_budget_spent_usd") == pytest.approx(74.0)
+    assert registry.get_sample_value("agentcore_budget_usd") == 100.0
 
     with caplog.at_level(logging.WARNING, logger="agentcore.services.costs"):
         await costs.record(dollars_of_mini(1.0), "compression.stage")  # exactly 75%
@@ -516,14 +519,15 @@ async def test_compression_metrics_are_stored_exported_and_summarized() -> None:
     assert (await recorder.summary("other")).as_metrics()["stage_compressions"] == 0
 
     stage_extractive = {"level": "stage", "engine": "extractive"}
-    assert registry.get_sample_value("agentcore_compression_ratio_count", stage_extractive) == 2
-    assert registry.get_sample_value("agentcore_compression_ratio_sum", stage_extractive) == 18
+    assert registry.get_sample_value("agentcore_compression_factor_count", stage_extractive) == 2
+    assert registry.get_sample_value("agentcore_compression_factor_sum", stage_extractive) == 18
     fallbacks = registry.get_sample_value(
         "agentcore_compressions_total", {**stage_extractive, "fallback": "true"}
     )
     assert fallbacks == 1
     task_llm = {"level": "task", "engine": "llm"}
-    assert registry.get_sample_value("agentcore_compression_retention_count", task_llm) is None
+    retention = registry.get_sample_value("agentcore_compression_retention_ratio_count", task_llm)
+    assert retention is None
     cost = registry.get_sample_value("agentcore_compression_cost_usd_total", task_llm)
     assert cost == pytest.approx(0.0004)
 

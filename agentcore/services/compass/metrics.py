@@ -4,8 +4,9 @@
 
 Prometheus collectors (registered on the registry passed in, the container's):
 
-- ``agentcore_compression_ratio`` histogram (input tokens / output tokens) by level and engine;
-- ``agentcore_compression_retention`` histogram (critical-fact retention, 0-1) by level and
+- ``agentcore_compression_factor`` histogram (input tokens / output tokens: 10 is 10:1; not a
+  0-1 ratio, hence not ``_ratio``) by level and engine;
+- ``agentcore_compression_retention_ratio`` histogram (critical-fact retention, 0-1) by level and
   engine, observed only when the retention was measured;
 - ``agentcore_compressions_total`` by level, engine and fallback (``true`` when the quality check
   failed and a less aggressive ratio was used);
@@ -58,33 +59,33 @@ class CompressionSummary:
 class _Collectors:
     def __init__(self, registry: CollectorRegistry) -> None:
         self.ratio = Histogram(
-            "agentcore_compression_ratio",
+            "agentcore_compression_factor",
             "Compression ratio (input tokens / output tokens) by level and engine",
             ["level", "engine"],
             buckets=_RATIO_BUCKETS,
             registry=registry,
         )
         self.retention = Histogram(
-            "agentcore_compression_retention",
+            "agentcore_compression_retention_ratio",
             "Critical-fact retention (0-1) of compressions by level and engine",
             ["level", "engine"],
             buckets=_RETENTION_BUCKETS,
             registry=registry,
         )
         self.count = Counter(
-            "agentcore_compressions",
+            "agentcore_compressions_total",
             "Compressions by level, engine and whether the quality fallback was used",
             ["level", "engine", "fallback"],
             registry=registry,
         )
         self.dollars = Counter(
-            "agentcore_compression_cost_usd",
+            "agentcore_compression_cost_usd_total",
             "Dollars spent on compressions by level and engine",
             ["level", "engine"],
             registry=registry,
         )
         self.tokens = Counter(
-            "agentcore_compression_tokens",
+            "agentcore_compression_tokens_total",
             "Tokens into and out of compressions by level and direction",
             ["level", "direction"],
             registry=registry,

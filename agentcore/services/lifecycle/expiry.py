@@ -19,7 +19,7 @@ class ExpirySweeper:
     def __init__(self, memory: MemoryManager, registry: CollectorRegistry) -> None:
         self._memory = memory
         self._swept = Counter(
-            "agentcore_memories_expired",
+            "agentcore_memories_expired_total",
             "Expired memories deleted by the sweeper (rows and vectors)",
             registry=registry,
         )
