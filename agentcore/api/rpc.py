@@ -23,7 +23,7 @@ from oslash.either import Left
 from pydantic import BaseModel, ValidationError
 
 from agentcore.api import errors
-from agentcore.api.metrics import RpcMetrics
+from agentcore.api.metrics import UNKNOWN_METHOD, RpcMetrics
 from agentcore.domain.errors import AgentCoreError
 
 log = logging.getLogger(__name__)
@@ -114,12 +114,12 @@ class JsonRpcEndpoint:
         try:
             payload = json.loads(body)
         except (ValueError, UnicodeDecodeError, RecursionError):  # deep nesting included
-            return _response(None, error=errors.parse_error())
+            return self._invalid(None, errors.parse_error())
         if _too_deep(payload):
-            return _response(None, error=errors.invalid_request(f"nested deeper than {MAX_DEPTH}"))
+            return self._invalid(None, errors.invalid_request(f"nested deeper than {MAX_DEPTH}"))
         if isinstance(payload, list):
             if not payload:
-                return _response(None, error=errors.invalid_request("empty batch"))
+                return self._invalid(None, errors.invalid_request("empty batch"))
             replies = await asyncio.gather(*(self._one(member, guard) for member in payload))
             answered = [reply for reply in replies if reply is not None]
             return answered or None
@@ -142,22 +142,20 @@ class JsonRpcEndpoint:
                 or isinstance(request_id, int)
                 or (isinstance(request_id, str) and not _lone_surrogate(request_id))
             )
-            return _response(
-                request_id if valid_id else None, error=errors.invalid_request(problem)
-            )
+            return self._invalid(request_id if valid_id else None, errors.invalid_request(problem))
         is_notification = "id" not in member
         request = {**member, "id": None} if is_notification else member
         if "params" not in request:
             request = {**request, "params": {}}
         if request["method"] not in self._jsonrpc_methods:
             reply = _response(request["id"], error=errors.method_not_found(request["method"]))
-            self._metrics.observe("unknown", "METHOD_NOT_FOUND", 0.0)
+            self._metrics.observe(UNKNOWN_METHOD, "METHOD_NOT_FOUND", None)
             return None if is_notification else reply
         if guard is not None:
             try:
                 guard(request["method"], request["params"])
             except AgentCoreError as exc:
-                self._metrics.observe(request["method"], exc.code, 0.0)
+                self._metrics.observe(request["method"], exc.code, None)
                 return (
                     None
                     if is_notification
@@ -197,9 +195,16 @@ class JsonRpcEndpoint:
                     log.warning("%s: %s", method.name, _cause(known))
                 return _error(errors.from_exception(known))
             finally:
-                self._metrics.observe(method.name, outcome, time.perf_counter() - started)
+                seconds = time.perf_counter() - started
+                self._metrics.observe(method.name, outcome, seconds)
+                log.debug("%s %s in %.1f ms", method.name, outcome, seconds * 1000)
 
         return call
+
+    def _invalid(self, request_id: Any, error: dict[str, Any]) -> dict[str, Any]:
+        """The reply to a body or member that is no valid request, counted."""
+        self._metrics.observe(UNKNOWN_METHOD, error["data"]["code"], None)
+        return _response(request_id, error=error)
 
 
 def _cause(exc: AgentCoreError) -> str:

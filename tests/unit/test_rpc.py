@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from agentcore.api.metrics import RpcMetrics
 from agentcore.api.params import Params
 from agentcore.api.rpc import JsonRpcEndpoint, RpcMethod
-from agentcore.domain.errors import MemoryNotFound
+from agentcore.domain.errors import Forbidden, MemoryNotFound
 
 
 class EchoParams(Params):
@@ -178,3 +178,34 @@ async def test_a_batch_answers_each_member(endpoint: JsonRpcEndpoint) -> None:
     assert by_id[3]["error"]["code"] == -32601
     assert by_id[4]["result"] == {"text": "c"}
     assert [r["error"]["code"] for r in replies if r["id"] is None] == [-32600]
+
+
+async def test_metrics_count_every_outcome_and_time_only_calls_that_ran() -> None:
+    registry = CollectorRegistry()
+    method = RpcMethod("echo", EchoParams, EchoResult, echo, "Echo.")
+    endpoint = JsonRpcEndpoint({"echo": method}, RpcMetrics(registry))
+
+    def refuse(_: str, params: Any) -> None:
+        if params.get("text") == "refused":
+            raise Forbidden("not this one")
+
+    for text in ("a", "b", "missing", "refused"):
+        await endpoint.handle(json.dumps(req({"text": text})).encode(), refuse)
+    await call(endpoint, req({"text": "a"}, method="nope"))
+    await call(endpoint, b"{")
+    await call(endpoint, [])
+
+    def count(method: str, outcome: str) -> float | None:
+        labels = {"method": method, "outcome": outcome}
+        return registry.get_sample_value("agentcore_rpc_requests_total", labels)
+
+    assert count("echo", "ok") == 2
+    assert count("echo", "MEMORY_NOT_FOUND") == 1
+    assert count("echo", "FORBIDDEN") == 1
+    assert count("unknown", "METHOD_NOT_FOUND") == 1
+    assert count("unknown", "PARSE_ERROR") == 1
+    assert count("unknown", "INVALID_REQUEST") == 1
+    timed = registry.get_sample_value("agentcore_rpc_latency_seconds_count", {"method": "echo"})
+    assert timed == 3  # the refused call did not run
+    unknown = {"method": "unknown"}
+    assert registry.get_sample_value("agentcore_rpc_latency_seconds_count", unknown) is None
