@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from agentcore.adapters.db.engine import create_engine
 from agentcore.adapters.db.lexical_search import SqlLexicalIndex
+from agentcore.adapters.db.migrate import SchemaCheck
 from agentcore.adapters.db.uow import SqlUnitOfWorkFactory, ping
 from agentcore.adapters.outages import DATABASE, VECTOR_STORE, as_provider_error
 from agentcore.adapters.tokens import BpeTokenCounter
@@ -211,8 +212,12 @@ async def _build(
         vectors = build_vector_store(settings)
         closers.append(vectors.close)
     collection = partial(vectors.ensure_collection, embedder.dimension, embedder.model_name)
+    schema = SchemaCheck(
+        engine, settings.sqlalchemy_url, migrate=settings.agentcore_migrate_on_start
+    )
     startup = StartupChecks(
         [
+            Check("the database schema", DATABASE, schema, guards_calls=True),
             Check(
                 "the embedder check",
                 DATABASE,

@@ -37,6 +37,7 @@ def _prepare_embedded(settings: Settings) -> None:
     """The embedded default makes its data directory and brings its database up to date."""
     from agentcore.adapters.db.migrate import upgrade
 
+    settings.check_production()  # before anything is made on disk
     if settings.embedded:
         settings.agentcore_data_dir.mkdir(parents=True, exist_ok=True)
         upgrade(settings.sqlalchemy_url)

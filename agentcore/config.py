@@ -35,10 +35,19 @@ class Settings(BaseSettings):
     # Where the embedded mode keeps its files.
     agentcore_data_dir: Path = Path("./data")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
-    # production: refuses to serve without API keys unless AGENTCORE_ALLOW_OPEN is true.
+    # production: refuses to serve unless every store is a server (DATABASE_URL, REDIS_URL,
+    # QDRANT_URL) and, unless AGENTCORE_ALLOW_OPEN is true, without API keys.
     agentcore_mode: Literal["embedded", "production"] | None = None
+    # A database behind this release's schema is migrated at start-up (else the service waits,
+    # not ready, for `agentcore migrate`). The embedded file is always migrated at start.
+    agentcore_migrate_on_start: bool = False
     # Serving processes (`serve --workers`); more than one needs every store to be a server.
     agentcore_workers: int = Field(1, ge=1)
+    # Where `agentcore serve` listens (also --host/--port), and the service the CLI's client
+    # commands call (also --url).
+    agentcore_host: str = "127.0.0.1"
+    agentcore_port: int = Field(8080, ge=0, le=65535)
+    agentcore_url: str = "http://127.0.0.1:8080"
 
     # Security. API keys (JSON, see docs/security.md); without the file the service is open.
     agentcore_api_keys_file: Path | None = None
@@ -199,6 +208,16 @@ class Settings(BaseSettings):
             "QDRANT_URL": self.qdrant_url is None,
         }
         return [name for name, missing in local.items() if missing]
+
+    def check_production(self) -> None:
+        """Production runs on servers only: a store left to the embedded default would give
+        each replica data of its own, silently."""
+        missing = self.in_process_stores
+        if self.agentcore_mode == "production" and missing:
+            raise ConfigurationError(
+                f"AGENTCORE_MODE=production needs every store to be a server; not set: "
+                f"{', '.join(missing)} (unset AGENTCORE_MODE for the embedded default)"
+            )
 
     @property
     def sqlalchemy_url(self) -> str:

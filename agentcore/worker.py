@@ -173,6 +173,7 @@ class _Heartbeat:
 
 def run_worker(settings: Settings, loglevel: str = "INFO", *, beat: bool = False) -> None:
     """A worker; with ``beat``, also the scheduler of periodic jobs (run exactly one)."""
+    settings.check_production()
     if settings.redis_url is None:
         raise ConfigurationError("agentcore worker needs REDIS_URL (the Celery broker)")
     app = celery_app(settings)

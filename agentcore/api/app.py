@@ -11,10 +11,11 @@ from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agentcore.api import errors
 from agentcore.api.auth import Gate, refusal, token_matches
@@ -23,7 +24,7 @@ from agentcore.api.runtime import running
 from agentcore.api.schemas import HealthResult
 from agentcore.bootstrap import Container, build_container
 from agentcore.config import Settings
-from agentcore.domain.errors import Forbidden, Unauthorized
+from agentcore.domain.errors import AgentCoreError, Forbidden, Unauthorized
 
 log = logging.getLogger(__name__)
 
@@ -62,16 +63,22 @@ def create_app(
 ) -> Starlette:
     """The app; its lifespan builds the container (the composition root) and closes it."""
 
+    refused: list[str] = []  # why start-up was refused, when the operator must fix it
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with running(settings, build) as runtime:
-            mcp_http = McpHttp(McpTools(runtime), runtime.gate)
-            app.state.container = runtime.container
-            app.state.rpc = runtime.rpc
-            app.state.gate = runtime.gate
-            app.state.mcp = mcp_http
-            async with mcp_http.running():
-                yield
+        try:
+            async with running(settings, build) as runtime:
+                mcp_http = McpHttp(McpTools(runtime), runtime.gate)
+                app.state.container = runtime.container
+                app.state.rpc = runtime.rpc
+                app.state.gate = runtime.gate
+                app.state.mcp = mcp_http
+                async with mcp_http.running():
+                    yield
+        except AgentCoreError as exc:
+            refused.append(exc.message)
+            raise
 
     async def rpc(request: Request) -> Response:
         content = await _body(request)
@@ -131,4 +138,27 @@ def create_app(
         Route("/readyz", readyz, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
     ]
-    return Starlette(routes=routes, lifespan=lifespan)
+    middleware = [Middleware(_OneLineRefusal, refused=refused)]
+    return Starlette(routes=routes, lifespan=lifespan, middleware=middleware)
+
+
+class _OneLineRefusal:
+    """A start-up refused for a reason the operator must fix (another embedder, a schema this
+    release does not know, a bad setting) is reported by the server as its message on one
+    line, instead of the traceback Starlette reports for any failure (a defect keeps it)."""
+
+    def __init__(self, app: ASGIApp, refused: list[str]) -> None:
+        self._app = app
+        self._refused = refused
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "lifespan":
+            await self._app(scope, receive, send)
+            return
+
+        async def reporting(message: Message) -> None:
+            if message["type"] == "lifespan.startup.failed" and self._refused:
+                message = {**message, "message": f"start-up refused: {self._refused[0]}"}
+            await send(message)
+
+        await self._app(scope, receive, reporting)

@@ -8,7 +8,7 @@ import contextlib
 import gc
 import logging
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +45,7 @@ async def running(
     settings: Settings, build: Callable[[Settings], Awaitable[Container]] = build_container
 ) -> AsyncIterator[Runtime]:
     """Build everything, run the background loops while the caller serves, then close."""
+    settings.check_production()
     keys = _key_ring(settings)  # a bad keys file stops start-up before anything is built
     container = await build(settings)
     rate = RateSettings(settings.api_rate_limit_per_second, settings.api_rate_limit_burst)
@@ -73,7 +74,13 @@ async def running(
     sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
     stop = asyncio.Event()
     loops = [
-        asyncio.create_task(step, name=name) for name, step in _loops(settings, container, stop)
+        asyncio.create_task(
+            container.startup.keep_trying(STARTUP_RETRY_SECONDS, stop), name="start-up"
+        )
+    ]
+    loops += [  # background work waits until the data may be touched (schema, embedder)
+        asyncio.create_task(_once_admitting(container, step, stop), name=name)
+        for name, step in _loops(settings, container, stop)
     ]
     try:
         yield runtime
@@ -85,7 +92,6 @@ async def running(
 
 def _loops(settings: Settings, container: Container, stop: asyncio.Event) -> list[tuple[str, Any]]:
     loops: list[tuple[str, Any]] = [
-        ("start-up", container.startup.keep_trying(STARTUP_RETRY_SECONDS, stop)),
         (
             "vector-sync",
             container.vector_sync.run(
@@ -113,6 +119,20 @@ def _loops(settings: Settings, container: Container, stop: asyncio.Event) -> lis
                 )
             )
     return loops
+
+
+async def _once_admitting(
+    container: Container, loop: Coroutine[Any, Any, None], stop: asyncio.Event
+) -> None:
+    admitting = asyncio.ensure_future(container.startup.admitting.wait())
+    stopping = asyncio.ensure_future(stop.wait())
+    await asyncio.wait((admitting, stopping), return_when=asyncio.FIRST_COMPLETED)
+    admitting.cancel()
+    stopping.cancel()
+    if stop.is_set():
+        loop.close()  # never started
+    else:
+        await loop
 
 
 async def _every(

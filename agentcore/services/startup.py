@@ -35,6 +35,10 @@ class StartupChecks:
     def __init__(self, checks: Sequence[Check]) -> None:
         self._pending = list(checks)
         self.failure: AgentCoreError | None = None
+        self._waiting: AgentCoreError | None = None  # why the first pending check waits
+        # Set once no check that guards the data is pending: calls and background work go on.
+        self.admitting = asyncio.Event()
+        self._note_admitting()
 
     @property
     def done(self) -> bool:
@@ -55,20 +59,32 @@ class StartupChecks:
             except AgentCoreError as exc:
                 if exc.retryable:
                     log.warning("start-up: %s waits: %s", check.name, exc.message)
+                    self._waiting = exc
                     return False
                 self.failure = exc
                 raise
             self._pending.pop(0)
+            self._waiting = None
+            self._note_admitting()
             log.info("start-up: %s done", check.name)
         return True
+
+    def _note_admitting(self) -> None:
+        if not any(check.guards_calls for check in self._pending):
+            self.admitting.set()
 
     def admit(self) -> None:
         """Raises when no call may be taken now: a check failed for good, or one that guards
         the data is not done yet."""
         if self.failure is not None:
             raise self.failure
-        for check in self._pending:
+        for index, check in enumerate(self._pending):
             if check.guards_calls:
+                if index == 0 and self._waiting is not None:
+                    waiting = self._waiting
+                    raise ProviderError(
+                        f"the service is starting: {waiting.message}", **waiting.details
+                    )
                 raise ProviderError(
                     f"the service is starting: {check.name} waits for a store ({check.store}); "
                     "retry later",

@@ -259,7 +259,12 @@ def test_the_cli_sends_its_api_key(server: Server, keys: dict[str, str]) -> None
 
 def test_production_mode_refuses_to_serve_open(tmp_path: Path) -> None:
     argv = [sys.executable, "-m", "agentcore.cli", "serve", "--port", "1"]
-    env = {**Server(tmp_path).env, "AGENTCORE_MODE": "production"}
+    servers = {  # the keys are checked before any store is reached
+        "DATABASE_URL": "postgresql://postgres@127.0.0.1:1/none",
+        "REDIS_URL": "redis://127.0.0.1:1/0",
+        "QDRANT_URL": "http://127.0.0.1:1",
+    }
+    env = {**Server(tmp_path).env, "AGENTCORE_MODE": "production", **servers}
     refused = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
     assert refused.returncode != 0
     assert "AGENTCORE_API_KEYS_FILE" in refused.stderr

@@ -1,4 +1,5 @@
-"""Schema migrations: ``upgrade(url)`` runs ``alembic upgrade head`` in-process.
+"""Schema migrations: ``upgrade(url)`` runs ``alembic upgrade head`` in-process, and
+``SchemaCheck`` holds the service back until its database is at that head.
 
 The Alembic scripts ship inside the package (``migrations/`` beside this file), so an
 installed wheel migrates as a checkout does, from any working directory; ``alembic.ini`` at
@@ -9,12 +10,23 @@ its own loop.
 
 from __future__ import annotations
 
+import asyncio
+import logging
+from functools import cache
 from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
+from alembic.script import ScriptDirectory
+from alembic.util import CommandError
+from sqlalchemy import inspect, text
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import AsyncEngine
 
-from agentcore.domain.errors import ConfigurationError
+from agentcore.adapters.outages import DATABASE, names_outages
+from agentcore.domain.errors import ConfigurationError, ProviderError
+
+log = logging.getLogger(__name__)
 
 SCRIPT_LOCATION = Path(__file__).resolve().parent / "migrations"
 
@@ -36,3 +48,64 @@ def alembic_config(url: str) -> Config:
 def upgrade(url: str) -> None:
     """Bring the database at ``url`` to the newest schema (a no-op when it is already there)."""
     command.upgrade(alembic_config(url), "head")
+
+
+@cache
+def _scripts() -> ScriptDirectory:
+    return ScriptDirectory.from_config(alembic_config(""))
+
+
+def head_revision() -> str:
+    """The newest schema revision this release knows."""
+    head = _scripts().get_current_head()
+    assert head is not None, "the migrations have one head"
+    return head
+
+
+def _revision(connection: Connection) -> str | None:
+    if not inspect(connection).has_table("alembic_version"):
+        return None
+    return connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
+
+
+class SchemaCheck:
+    """Start-up work: the database must be at this release's head before calls are taken.
+
+    Behind (a fresh database, or one an older release migrated): with ``migrate`` the service
+    upgrades it itself, else it waits, not ready, saying that ``agentcore migrate`` is needed,
+    and looks again every retry (a migration Job that finishes meanwhile is seen). A revision
+    this release does not know (a newer release migrated it) refuses every call for good."""
+
+    def __init__(self, engine: AsyncEngine, url: str, *, migrate: bool) -> None:
+        self._engine = engine
+        self._url = url
+        self._migrate = migrate
+
+    @names_outages(DATABASE)
+    async def __call__(self) -> None:
+        async with self._engine.connect() as connection:
+            current = await connection.run_sync(_revision)
+        head = head_revision()
+        if current == head:
+            return
+        if current is not None and not _known(current):
+            raise ConfigurationError(
+                f"the database schema is at revision {current}, which this release does not "
+                f"know (its newest is {head}): a newer release migrated it; run that release"
+            )
+        said = "empty" if current is None else f"at revision {current}"
+        if not self._migrate:
+            raise ProviderError(
+                f"the database schema is {said} and this release needs {head}: run "
+                "`agentcore migrate` (or serve with AGENTCORE_MIGRATE_ON_START=true)",
+                store=DATABASE,
+            )
+        log.info("migrating the database schema (%s) to %s", said, head)
+        await asyncio.to_thread(upgrade, self._url)
+
+
+def _known(revision: str) -> bool:
+    try:
+        return _scripts().get_revision(revision) is not None
+    except CommandError:  # an unknown or malformed id
+        return False
