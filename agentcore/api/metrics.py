@@ -7,13 +7,24 @@
   table).
 - ``agentcore_rpc_latency_seconds{method}``: the time of each call that ran, whatever its
   outcome; a call refused before it ran (unknown method, access, rate limit) is not timed.
+
+``HealthCollector`` adds, at scrape time, what lives elsewhere: each store's health and the
+vector outbox's depth from the latest health check (``/metrics`` refreshes it when older than
+``SCRAPE_HEALTH_MAX_AGE_SECONDS``, so scrapes never probe the stores more often than that), and
+the in-process backlogs read from memory.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import GaugeMetricFamily
+
+from agentcore.services.health import HealthService
 
 UNKNOWN_METHOD = "unknown"
+SCRAPE_HEALTH_MAX_AGE_SECONDS = 10.0
 _BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
@@ -38,3 +49,49 @@ class RpcMetrics:
         self.requests.labels(method, outcome).inc()
         if seconds is not None:
             self.latency.labels(method).observe(seconds)
+
+
+class HealthCollector:
+    """The health figures of a ``HealthService`` as gauges, read when scraped."""
+
+    def __init__(self, health: HealthService) -> None:
+        self._health = health
+
+    def describe(self) -> Iterator[GaugeMetricFamily]:
+        return self._families()
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        return self._families(read=True)
+
+    def _families(self, read: bool = False) -> Iterator[GaugeMetricFamily]:
+        report = self._health.last if read else None
+        up = GaugeMetricFamily(
+            "agentcore_store_up",
+            "1 when the store answered the latest health check, 0 when it did not",
+            labels=["store"],
+        )
+        outbox = GaugeMetricFamily(
+            "agentcore_vector_outbox_pending",
+            "Vector writes owed to the vector store (outbox rows, every process's) at the "
+            "latest health check",
+        )
+        if report is not None:
+            for store, status in sorted(report.components.items()):
+                up.add_metric([store], 1.0 if status.up else 0.0)
+            if report.pending_vector_writes >= 0:  # -1: the count failed
+                outbox.add_metric([], report.pending_vector_writes)
+        yield up
+        yield outbox
+        backlog = GaugeMetricFamily(
+            "agentcore_indexing_backlog",
+            "Memories this process has stored and not yet embedded",
+        )
+        lexical = GaugeMetricFamily(
+            "agentcore_lexical_documents_in_memory",
+            "Lexical index documents this process holds in memory (embedded SQLite only)",
+        )
+        if read:
+            backlog.add_metric([], self._health.indexing_backlog)
+            lexical.add_metric([], self._health.lexical_documents_in_memory)
+        yield backlog
+        yield lexical

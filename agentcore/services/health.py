@@ -42,6 +42,7 @@ class HealthService:
         indexing_backlog: Callable[[], int] = lambda: 0,
         lexical_documents: Callable[[], int] = lambda: 0,
         timeout: float = 2.0,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._probes = probes
         self._mode = mode
@@ -49,6 +50,32 @@ class HealthService:
         self._backlog = indexing_backlog
         self._lexical_documents = lexical_documents
         self._timeout = timeout
+        self._monotonic = monotonic
+        self._last: tuple[float, HealthReport] | None = None  # when checked, what was found
+        self._checking = asyncio.Lock()
+
+    @property
+    def last(self) -> HealthReport | None:
+        """The latest report, whoever asked for it (``/health``, ``/readyz``, a scrape)."""
+        return None if self._last is None else self._last[1]
+
+    @property
+    def indexing_backlog(self) -> int:
+        """Read now: memories this process has stored and not yet embedded."""
+        return self._backlog()
+
+    @property
+    def lexical_documents_in_memory(self) -> int:
+        """Read now: the lexical index's documents this process holds."""
+        return self._lexical_documents()
+
+    async def recent(self, max_age: float) -> HealthReport:
+        """A report at most ``max_age`` seconds old: the latest, or a new check that
+        concurrent callers share. Frequent readers (metric scrapes) do not multiply probes."""
+        async with self._checking:
+            if self._last is not None and self._monotonic() - self._last[0] <= max_age:
+                return self._last[1]
+            return await self.check()
 
     async def check(self) -> HealthReport:
         names = list(self._probes)
@@ -59,7 +86,7 @@ class HealthService:
         except Exception as exc:  # reported as unknown rather than failing the health call
             log_failure(log, "counting pending vector writes failed", exc)
             pending = -1
-        return HealthReport(
+        report = HealthReport(
             ok=all(s.up for s in statuses),
             mode=self._mode,
             components=components,
@@ -67,6 +94,8 @@ class HealthService:
             indexing_backlog=self._backlog(),
             lexical_documents_in_memory=self._lexical_documents(),
         )
+        self._last = (self._monotonic(), report)
+        return report
 
     async def _run(self, name: str) -> ComponentStatus:
         started = time.perf_counter()
