@@ -20,6 +20,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from agentcore.api import errors
 from agentcore.api.auth import Gate, refusal, token_matches
 from agentcore.api.mcp import McpHttp, McpTools
+from agentcore.api.metrics import SCRAPE_HEALTH_MAX_AGE_SECONDS, HealthCollector
 from agentcore.api.runtime import running
 from agentcore.api.schemas import HealthResult
 from agentcore.bootstrap import Container, build_container
@@ -74,6 +75,7 @@ def create_app(
                 app.state.rpc = runtime.rpc
                 app.state.gate = runtime.gate
                 app.state.mcp = mcp_http
+                runtime.container.registry.register(HealthCollector(runtime.container.health))
                 async with mcp_http.running():
                     yield
         except AgentCoreError as exc:
@@ -127,8 +129,9 @@ def create_app(
             request.headers.get("authorization"), token.get_secret_value()
         ):
             return Response("a metrics token is needed\n", 401, {"www-authenticate": "Bearer"})
-        data = generate_latest(request.app.state.container.registry)
-        return Response(data, media_type=CONTENT_TYPE_LATEST)
+        container = request.app.state.container
+        await container.health.recent(SCRAPE_HEALTH_MAX_AGE_SECONDS)  # the stores' gauges
+        return Response(generate_latest(container.registry), media_type=CONTENT_TYPE_LATEST)
 
     routes = [
         Route("/rpc", rpc, methods=["POST"]),
