@@ -35,6 +35,8 @@ class Settings(BaseSettings):
     # Where the embedded mode keeps its files.
     agentcore_data_dir: Path = Path("./data")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    # text: lines for people; json: one JSON object per line, with request ids (agentcore/logs.py)
+    log_format: Literal["text", "json"] = "text"
     # production: refuses to serve unless every store is a server (DATABASE_URL, REDIS_URL,
     # QDRANT_URL) and, unless AGENTCORE_ALLOW_OPEN is true, without API keys.
     agentcore_mode: Literal["embedded", "production"] | None = None

@@ -21,6 +21,7 @@ from agentcore.api import errors
 from agentcore.api.auth import Gate, refusal, token_matches
 from agentcore.api.mcp import McpHttp, McpTools
 from agentcore.api.metrics import SCRAPE_HEALTH_MAX_AGE_SECONDS, HealthCollector
+from agentcore.api.request_ids import RequestIds
 from agentcore.api.runtime import running
 from agentcore.api.schemas import HealthResult
 from agentcore.bootstrap import Container, build_container
@@ -141,7 +142,7 @@ def create_app(
         Route("/readyz", readyz, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
     ]
-    middleware = [Middleware(_OneLineRefusal, refused=refused)]
+    middleware = [Middleware(_OneLineRefusal, refused=refused), Middleware(RequestIds)]
     return Starlette(routes=routes, lifespan=lifespan, middleware=middleware)
 
 
