@@ -112,6 +112,8 @@ def celery_app(settings: Settings) -> Celery:
         task_publish_retry_policy=_ONE_RETRY,
         result_backend_transport_options={"retry_policy": _ONE_RETRY},
         beat_schedule=_schedule(settings),
+        # JSON lines: the root logger keeps the handler configure_logging gave it.
+        worker_hijack_root_logger=settings.log_format == "text",
     )
     return app
 

@@ -129,3 +129,11 @@ def test_a_sane_incoming_request_id_is_honoured(
     assert (returned["x-request-id"] == presented) is honoured
     assert len(returned.get_list("x-request-id")) == 1
     assert parsed(lines)[0]["request_id"] == returned["x-request-id"]
+
+
+@pytest.mark.parametrize(("log_format", "hijacked"), [("text", True), ("json", False)])
+def test_a_json_worker_keeps_the_root_handler(log_format: str, hijacked: bool) -> None:
+    from agentcore.worker import celery_app
+
+    settings = Settings(redis_url="redis://127.0.0.1:1/0", log_format=log_format)
+    assert celery_app(settings).conf.worker_hijack_root_logger is hijacked
