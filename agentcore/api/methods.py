@@ -25,6 +25,7 @@ from agentcore.api.stages import stage_methods
 from agentcore.api.transfer import transfer_methods
 from agentcore.api.working import working_methods
 from agentcore.domain.errors import AgentCoreError
+from agentcore.domain.models import new_id
 from agentcore.domain.records import MemoryChanges, NewMemory
 from agentcore.services.memory_manager import ListRequest
 from agentcore.services.retrieval import SearchQuery
@@ -36,13 +37,15 @@ P = TypeVar("P", bound=BaseModel)
 R = TypeVar("R", bound=BaseModel)
 
 
-def _new_memory(a: p.AddParams) -> NewMemory:
+def _new_memory(
+    a: p.AddItemParams, content: str | None = None, metadata: dict[str, Any] | None = None
+) -> NewMemory:
     return NewMemory(
-        content=a.content,
+        content=a.content if content is None else content,
         scope=a.scope_ids(),
         layer=a.layer,
         scope_level=a.scope,
-        metadata=dict(a.metadata),
+        metadata=dict(a.metadata) if metadata is None else metadata,
         tags=tuple(a.tags),
         critical=a.critical,
         stage_id=a.stage_id,
@@ -54,20 +57,49 @@ def _new_memory(a: p.AddParams) -> NewMemory:
     )
 
 
+def _conversation(a: p.AddParams, messages: list[p.Message]) -> list[NewMemory]:
+    """One memory per message, its role (and name) in the metadata, the messages of one call
+    tied by a ``conversation_id`` and ordered by ``turn``."""
+    conversation = new_id()
+    return [
+        _new_memory(
+            a,
+            message.content,
+            {
+                **a.metadata,
+                "role": message.role,
+                **({} if message.name is None else {"name": message.name}),
+                "conversation_id": conversation,
+                "turn": turn,
+            },
+        )
+        for turn, message in enumerate(messages)
+    ]
+
+
 def build_methods(c: Container, discover: Callable[[], dict[str, Any]]) -> dict[str, RpcMethod]:
     memory = c.memory
 
     async def add(a: p.AddParams) -> schemas.AddResult:
-        m = await memory.add(_new_memory(a))
+        if isinstance(a.messages, list):
+            stored = await memory.add_batch(_conversation(a, a.messages))
+        else:
+            stored = [await memory.add(_new_memory(a, a.content or a.messages))]
+        m = stored[-1]
         facts = None
         if a.infer:
             try:
-                facts = [schemas.MemoryOut.of(f) for f in await c.semantic.extract_from([m])]
+                facts = [schemas.MemoryOut.of(f) for f in await c.semantic.extract_from(stored)]
             except AgentCoreError as exc:  # stored; the caller can retry memory.facts.extract
-                exc.details.setdefault("memory_id", m.id)
+                exc.details.setdefault("memory_ids", [s.id for s in stored])
                 raise
-        out = schemas.MemoryOut.of(m)
-        return schemas.AddResult(memory_id=m.id, memory=out, stage_id=m.stage_id, facts=facts)
+        return schemas.AddResult(
+            memory_id=m.id,
+            memory=schemas.MemoryOut.of(m),
+            memory_ids=[s.id for s in stored],
+            stage_id=m.stage_id,
+            facts=facts,
+        )
 
     async def add_batch(a: p.AddBatchParams) -> schemas.AddBatchResult:
         stored = await memory.add_batch([_new_memory(item) for item in a.items])
@@ -163,7 +195,13 @@ def build_methods(c: Container, discover: Callable[[], dict[str, Any]]) -> dict[
         return schemas.DiscoverResult.model_validate(discover())
 
     table = [
-        _m("memory.add", p.AddParams, schemas.AddResult, add, "Store one memory."),
+        _m(
+            "memory.add",
+            p.AddParams,
+            schemas.AddResult,
+            add,
+            "Store one memory, or a conversation: mem0-style messages, one memory per message.",
+        ),
         _m(
             "memory.add_batch",
             p.AddBatchParams,

@@ -5,7 +5,15 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue, StringConstraints
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    StringConstraints,
+    model_validator,
+)
 
 from agentcore.domain.models import ScopeIds
 
@@ -56,7 +64,7 @@ class ScopeParams(Params):
         )
 
 
-class AddParams(ScopeParams):
+class AddItemParams(ScopeParams):
     content: Annotated[str, Field(min_length=1)]
     layer: str | None = Field(None, description="episodic (default), semantic or procedural")
     scope: str | None = Field(None, description="scope level; default: most specific id given")
@@ -74,8 +82,37 @@ class AddParams(ScopeParams):
     sensitive: bool = Field(False, description="never promoted to a broader scope")
 
 
+class Message(Params):
+    """One message of a conversation, as mem0 and chat APIs write it."""
+
+    role: Literal["user", "assistant", "system", "tool"]
+    content: Annotated[str, Field(min_length=1)]
+    name: Annotated[str, StringConstraints(min_length=1, max_length=100)] | None = None
+
+
+class AddParams(AddItemParams):
+    """``memory.add``: ``content``, or mem0's ``messages`` (a string, or a list of
+    ``{role, content}`` stored as one memory per message with its role)."""
+
+    content: Annotated[str, Field(min_length=1)] | None = None  # type: ignore[assignment]
+    messages: list[Message] | Annotated[str, Field(min_length=1)] | None = Field(
+        None, description="instead of content: a string, or a list of {role, content[, name]}"
+    )
+
+    @model_validator(mode="after")
+    def _one_input(self) -> AddParams:
+        if (self.content is None) == (self.messages is None):
+            raise ValueError("give either content or messages")
+        if isinstance(self.messages, list):
+            if not self.messages:
+                raise ValueError("messages is empty")
+            if self.key is not None:
+                raise ValueError("key names one memory; messages store one per message")
+        return self
+
+
 class AddBatchParams(Params):
-    items: Annotated[list[AddParams], Field(min_length=1)]
+    items: Annotated[list[AddItemParams], Field(min_length=1)]
 
 
 class MemoryIdParams(ScopeParams):

@@ -81,8 +81,9 @@ class MemoryOut(BaseModel):
 
 
 class AddResult(BaseModel):
-    memory_id: str
+    memory_id: str  # of the last message when ``messages`` were given
     memory: MemoryOut
+    memory_ids: list[str]  # every memory stored, in order (one per message)
     stage_id: str | None
     facts: list[MemoryOut] | None = None  # the semantic facts extracted when ``infer`` was set
 

@@ -236,5 +236,8 @@ def test_health_metrics_and_discover(client: TestClient) -> None:
     assert {"memory.add", "memory.search", "memory.list", "rpc.discover"} <= names
     add = next(m for m in doc["methods"] if m["name"] == "memory.add")
     content = next(p for p in add["params"] if p["name"] == "content")
-    assert content["required"] is True
+    assert content["required"] is False  # content, or mem0-style messages
+    assert "messages" in {p["name"] for p in add["params"]}
+    search = next(m for m in doc["methods"] if m["name"] == "memory.search")
+    assert next(p for p in search["params"] if p["name"] == "query")["required"] is True
     assert doc["components"]["errors"]["MEMORY_NOT_FOUND"]["code"] == -32004
