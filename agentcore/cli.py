@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import logging
 import secrets
 import sys
 from collections.abc import Sequence
@@ -16,6 +15,7 @@ from agentcore.config import Settings, load_settings
 from agentcore.domain.access import key_digest, parse_keys
 from agentcore.domain.errors import AgentCoreError, ConfigurationError
 from agentcore.domain.models import ScopeLevel
+from agentcore.logs import configure_logging
 
 DEFAULT_URL = "http://127.0.0.1:8080/rpc"
 
@@ -44,9 +44,7 @@ def _prepare_embedded(settings: Settings) -> None:
 
 
 def _configure_logging(settings: Settings) -> None:
-    logging.basicConfig(
-        level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    configure_logging(settings)  # LOG_FORMAT text or json (agentcore/logs.py)
 
 
 def worker_app() -> Any:
@@ -91,6 +89,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         loop="uvloop",
         http="httptools",
         log_level=settings.log_level.lower(),
+        log_config=None,  # uvicorn's lines go through the root handler, in LOG_FORMAT
         access_log=False,
     )
     return 0
