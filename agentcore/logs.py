@@ -24,11 +24,13 @@ TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 _REQUEST_ID: ContextVar[str | None] = ContextVar("agentcore_request_id", default=None)
 
-# What every LogRecord has; anything else on a record came from a call's ``extra``.
+# What every LogRecord has; anything else on a record came from a call's ``extra`` (but
+# uvicorn's ``color_message``, its message again with terminal colour codes).
 _STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
     "message",
     "asctime",
     "request_id",
+    "color_message",
 }
 
 

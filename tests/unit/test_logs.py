@@ -53,7 +53,7 @@ def test_a_line_is_one_json_object_with_the_request_id_when_in_a_request(
 ) -> None:
     log.info("outside %s", "any request")
     with request_id_bound("req-1"):
-        log.warning("inside", extra={"method": "memory.add"})
+        log.warning("inside", extra={"method": "memory.add", "color_message": "\x1b[1minside"})
     outside, inside = parsed(lines)
     assert outside["message"] == "outside any request"
     assert (outside["level"], outside["logger"]) == ("INFO", "agentcore.tests.logs")
@@ -61,6 +61,7 @@ def test_a_line_is_one_json_object_with_the_request_id_when_in_a_request(
     assert "request_id" not in outside
     assert inside["request_id"] == "req-1"
     assert inside["method"] == "memory.add"
+    assert "color_message" not in inside
     assert current_request_id() is None
 
 
