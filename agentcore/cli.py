@@ -1,36 +1,54 @@
-"""The operator CLI: run the service, migrate, run a worker, and call the API."""
+"""The ``agentcore`` command: run the service, migrate, run a worker, manage keys, and call a
+running service (the client commands of ``cli_commands``)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import json
+import os
 import secrets
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NoReturn
 
+from agentcore.cli_commands import register
+from agentcore.cli_output import progress
 from agentcore.config import Settings, load_settings
 from agentcore.domain.access import key_digest, parse_keys
 from agentcore.domain.errors import AgentCoreError, ConfigurationError
 from agentcore.domain.models import ScopeLevel
 from agentcore.logs import configure_logging
 
-DEFAULT_URL = "http://127.0.0.1:8080/rpc"
+
+class _Parser(argparse.ArgumentParser):
+    """Bad usage is one line on stderr (the usage itself is one ``--help`` away)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         settings = load_settings()
-        _configure_logging(settings)
-        if getattr(args, "api_key", "") is None and settings.agentcore_api_key is not None:
-            args.api_key = settings.agentcore_api_key.get_secret_value()
-        return int(args.run(args, settings))
+        if getattr(args, "logs", False):  # the service's commands; client commands stay quiet
+            _configure_logging(settings)
+        status = int(args.run(args, settings))
+        sys.stdout.flush()  # a reader that went away shows here, not at interpreter exit
+        return status
     except AgentCoreError as exc:
         print(f"agentcore: {exc.message}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader closed the pipe (`agentcore memory list | head -1`): stop quietly, as a
+        # process killed by SIGPIPE would; the rest of the output goes nowhere.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
+    except KeyboardInterrupt:
+        return 128 + signal.SIGINT
 
 
 def _prepare_embedded(settings: Settings) -> None:
@@ -82,8 +100,8 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         "agentcore.cli:worker_app" if workers > 1 else create_app(settings),
         factory=workers > 1,
         workers=workers,
-        host=args.host,
-        port=args.port,
+        host=settings.agentcore_host if args.host is None else args.host,
+        port=settings.agentcore_port if args.port is None else args.port,
         ssl_certfile=None if certfile is None else str(certfile),
         ssl_keyfile=None if keyfile is None else str(keyfile),
         loop="uvloop",
@@ -117,7 +135,7 @@ def _reembed(_: argparse.Namespace, settings: Settings) -> int:
     from agentcore.bootstrap import reembed_store
 
     _prepare_embedded(settings)
-    done = asyncio.run(reembed_store(settings, lambda n, total: _progress("embedded", n, total)))
+    done = asyncio.run(reembed_store(settings, lambda n, total: progress("embedded", n, total)))
     print(file=sys.stderr)
     print(f"{done.memories} memories embedded with {done.current} (was {done.previous})")
     return 0
@@ -128,135 +146,6 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
 
     run_worker(settings, args.loglevel, beat=args.beat)
     return 0
-
-
-def _scope(args: argparse.Namespace) -> dict[str, Any]:
-    return {
-        level.id_field: value
-        for level in ScopeLevel
-        if (value := getattr(args, level.id_field)) is not None
-    }
-
-
-async def _call(args: argparse.Namespace) -> Any:
-    from agentcore.client import MemoryClient
-
-    scope = _scope(args)
-    async with MemoryClient(args.url, api_key=args.api_key) as client:
-        if args.action == "add":
-            extra: dict[str, Any] = {}
-            if args.layer:
-                extra["layer"] = args.layer
-            if args.tags:
-                extra["tags"] = args.tags.split(",")
-            if args.metadata:
-                extra["metadata"] = json.loads(args.metadata)
-            return await client.add(args.content, **scope, **extra)
-        if args.action == "get":
-            return await client.get(args.memory_id, **scope)
-        if args.action == "search":
-            return await client.search(args.query, limit=args.limit, **scope)
-        if args.action == "list":
-            params: dict[str, Any] = {"limit": args.limit, **scope}
-            if args.cursor:
-                params["cursor"] = args.cursor
-            if args.layer:
-                params["layer"] = args.layer
-            return await client.list_memories(**params)
-        return await client.delete(args.memory_id, **scope)
-
-
-def _memory(args: argparse.Namespace, _: Settings) -> int:
-    from agentcore.client import RpcError
-
-    try:
-        result = asyncio.run(_call(args))
-    except RpcError as exc:
-        print(f"agentcore: {exc.code}: {exc.message}", file=sys.stderr)
-        return 1
-    except OSError as exc:
-        print(f"agentcore: cannot reach {args.url}: {exc.strerror or exc}", file=sys.stderr)
-        return 1
-    json.dump(result, sys.stdout, indent=2, ensure_ascii=False)
-    print()
-    return 0
-
-
-async def _export(args: argparse.Namespace) -> int:
-    """Every page of the scope to stdout as JSON Lines, the count on stderr as it goes."""
-    from agentcore.client import MemoryClient
-
-    params: dict[str, Any] = {**_scope(args), "limit": 500}
-    if args.layers:
-        params["layers"] = args.layers.split(",")
-    done = 0
-    async with MemoryClient(args.url, api_key=args.api_key) as client:
-        while True:
-            page = await client.call("memory.export", **params)
-            for record in page["records"]:
-                print(json.dumps(record, ensure_ascii=False))
-            done += len(page["records"])
-            _progress("exported", done, page["total_count"])
-            if page["next_cursor"] is None:
-                break
-            params["cursor"] = page["next_cursor"]
-    print(file=sys.stderr)
-    return 0
-
-
-async def _import(args: argparse.Namespace, source: TextIO, total: int) -> int:
-    """The JSON Lines of ``source`` into the scope, 100 records per call (the file is read a
-    batch at a time), progress on stderr."""
-    from agentcore.client import MemoryClient
-
-    counts = {"imported": 0, "skipped": 0, "expired": 0}
-    done = 0
-    async with MemoryClient(args.url, api_key=args.api_key) as client:
-        while batch := await asyncio.to_thread(_records, source, 100):
-            result = await client.call("memory.import", records=batch, **_scope(args))
-            for name in counts:
-                counts[name] += len(result[name])
-            done += len(batch)
-            _progress("imported", done, total)
-    print(file=sys.stderr)
-    print(json.dumps(counts))
-    return 0
-
-
-def _records(source: TextIO, limit: int) -> list[Any]:
-    records: list[Any] = []
-    while len(records) < limit and (line := source.readline()):
-        if line.strip():
-            records.append(json.loads(line))
-    return records
-
-
-def _progress(verb: str, done: int, total: int) -> None:
-    width = 30
-    filled = width * done // total if total else width
-    bar = "#" * filled + "." * (width - filled)
-    print(f"\r[{bar}] {verb} {done}/{total}", end="", file=sys.stderr, flush=True)
-
-
-def _transfer(args: argparse.Namespace, _: Settings) -> int:
-    from agentcore.client import RpcError
-
-    try:
-        if args.command == "export":
-            return asyncio.run(_export(args))
-        with open(args.file, encoding="utf-8") as source:
-            total = sum(1 for line in source if line.strip())
-            source.seek(0)
-            return asyncio.run(_import(args, source, total))
-    except RpcError as exc:
-        print(f"\nagentcore: {exc.code}: {exc.message}", file=sys.stderr)
-        return 1
-    except OSError as exc:
-        print(f"\nagentcore: {exc.strerror or exc}", file=sys.stderr)
-        return 1
-    except ValueError as exc:  # a line that is not JSON
-        print(f"\nagentcore: {args.file} is not JSON Lines: {exc}", file=sys.stderr)
-        return 1
 
 
 def _keys(args: argparse.Namespace, settings: Settings) -> int:
@@ -288,21 +177,17 @@ def _keys(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _with_scope(sub: argparse.ArgumentParser) -> None:
-    sub.add_argument("--url", default=DEFAULT_URL, help=f"the service (default {DEFAULT_URL})")
-    sub.add_argument("--api-key", help="the API key (default: $AGENTCORE_API_KEY)")
-    for level in ScopeLevel:
-        flag = "--" + level.id_field.replace("_", "-")
-        sub.add_argument(flag, dest=level.id_field, metavar="ID")
-
-
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="agentcore", description=__doc__)
+    parser = _Parser(
+        prog="agentcore",
+        description="AgentCore Memory: run the service, and call a running one (tables for "
+        "people, --json for scripts; --url or $AGENTCORE_URL).",
+    )
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
 
     serve = commands.add_parser("serve", help="run the JSON-RPC service")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8080)
+    serve.add_argument("--host", help="default: $AGENTCORE_HOST or 127.0.0.1")
+    serve.add_argument("--port", type=int, help="default: $AGENTCORE_PORT or 8080")
     serve.add_argument("--ssl-certfile", type=Path, help="TLS certificate (PEM)")
     serve.add_argument("--ssl-keyfile", type=Path, help="TLS private key (PEM)")
     serve.add_argument(
@@ -311,12 +196,12 @@ def _parser() -> argparse.ArgumentParser:
         help="serving processes (default $AGENTCORE_WORKERS or 1); more than one needs "
         "DATABASE_URL, REDIS_URL and QDRANT_URL",
     )
-    serve.set_defaults(run=_serve)
+    serve.set_defaults(run=_serve, logs=True)
 
     mcp = commands.add_parser(
         "mcp", help="serve the MCP tools over stdin/stdout (for a desktop agent host)"
     )
-    mcp.set_defaults(run=_mcp)
+    mcp.set_defaults(run=_mcp, logs=True)
 
     migrate = commands.add_parser("migrate", help="bring the database to the newest schema")
     migrate.set_defaults(run=_migrate)
@@ -325,35 +210,13 @@ def _parser() -> argparse.ArgumentParser:
         "reembed",
         help="embed every memory again with the configured embedder (service stopped)",
     )
-    reembed.set_defaults(run=_reembed)
+    reembed.set_defaults(run=_reembed, logs=True)
     worker = commands.add_parser("worker", help="run a Celery worker")
     worker.add_argument("--loglevel", default="INFO")
     worker.add_argument(
         "--beat", action="store_true", help="also schedule periodic jobs (one worker only)"
     )
-    worker.set_defaults(run=_worker)
-
-    memory = commands.add_parser("memory", help="call a running service")
-    actions = memory.add_subparsers(required=True, dest="action", metavar="ACTION")
-    add = actions.add_parser("add", help="store a memory")
-    add.add_argument("content")
-    add.add_argument("--layer")
-    add.add_argument("--tags", help="comma-separated")
-    add.add_argument("--metadata", help="a JSON object")
-    get = actions.add_parser("get", help="read a memory")
-    get.add_argument("memory_id")
-    search = actions.add_parser("search", help="search memories")
-    search.add_argument("query")
-    search.add_argument("--limit", type=int, default=10)
-    list_ = actions.add_parser("list", help="list memories, newest first")
-    list_.add_argument("--layer")
-    list_.add_argument("--limit", type=int, default=20)
-    list_.add_argument("--cursor")
-    delete = actions.add_parser("delete", help="delete a memory")
-    delete.add_argument("memory_id")
-    for sub in (add, get, search, list_, delete):
-        _with_scope(sub)
-        sub.set_defaults(run=_memory)
+    worker.set_defaults(run=_worker, logs=True)
 
     keys = commands.add_parser("keys", help="manage API keys")
     key_actions = keys.add_subparsers(required=True, metavar="ACTION")
@@ -366,13 +229,7 @@ def _parser() -> argparse.ArgumentParser:
         create.add_argument(flag, dest=level.id_field, metavar="IDS", help="comma-separated or *")
     create.set_defaults(run=_keys)
 
-    export = commands.add_parser("export", help="write a scope's memories as JSON Lines")
-    export.add_argument("--layers", help="comma-separated (default: all but working)")
-    imports = commands.add_parser("import", help="store JSON Lines of `export` in a scope")
-    imports.add_argument("file")
-    for sub, name in ((export, "export"), (imports, "import")):
-        _with_scope(sub)
-        sub.set_defaults(run=_transfer, command=name)
+    register(commands)
     return parser
 
 

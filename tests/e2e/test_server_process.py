@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from agentcore.client import MemoryClient
+from agentcore.client import AsyncMemoryClient
 from tests.server_process import Server
 
 
@@ -23,11 +23,11 @@ def server(tmp_path: Path) -> Iterator[Server]:
 
 
 async def test_kill_9_after_add_loses_nothing(server: Server) -> None:
-    async with MemoryClient(server.url) as client:
+    async with AsyncMemoryClient(server.url) as client:
         added = await client.add("The staging password rotates every 30 days", user_id="ops")
     server.kill(signal.SIGKILL)  # no shutdown hook runs: nothing is flushed on the way out
     server.start()
-    async with MemoryClient(server.url) as client:
+    async with AsyncMemoryClient(server.url) as client:
         stored = await client.get(added["memory_id"], user_id="ops")
         found = await client.search("how often does the staging password rotate", user_id="ops")
     assert stored["content"] == "The staging password rotates every 30 days"
@@ -35,15 +35,20 @@ async def test_kill_9_after_add_loses_nothing(server: Server) -> None:
 
 
 def test_cli_talks_to_a_running_server(server: Server) -> None:
-    added = server.cli("add", "Bob is allergic to peanuts", "--user-id", "bob", "--tags", "health")
+    added = server.cli(
+        "add", "Bob is allergic to peanuts", "--user-id", "bob", "--tags", "health", "--json"
+    )
     assert added.returncode == 0, added.stderr
     memory_id = json.loads(added.stdout)["memory_id"]
-    found = json.loads(server.cli("search", "what is bob allergic to", "--user-id", "bob").stdout)
+    found = json.loads(
+        server.cli("search", "what is bob allergic to", "--user-id", "bob", "--json").stdout
+    )
     assert found["results"][0]["memory"]["id"] == memory_id
-    listed = json.loads(server.cli("list", "--user-id", "bob").stdout)
+    listed = json.loads(server.cli("list", "--user-id", "bob", "--json").stdout)
     assert listed["total_count"] == 1
-    assert json.loads(server.cli("get", memory_id, "--user-id", "bob").stdout)["tags"] == ["health"]
-    assert json.loads(server.cli("delete", memory_id, "--user-id", "bob").stdout) == {
+    got = json.loads(server.cli("get", memory_id, "--user-id", "bob", "--json").stdout)
+    assert got["tags"] == ["health"]
+    assert json.loads(server.cli("delete", memory_id, "--user-id", "bob", "--json").stdout) == {
         "deleted": True
     }
     missing = server.cli("get", memory_id, "--user-id", "bob")
@@ -74,12 +79,14 @@ def test_cli_exports_and_imports_a_scope(server: Server, tmp_path: Path) -> None
     # the same user's memories restored into an emptied scope, then once more: one copy
     for memory_id in [json.loads(line)["original_id"] for line in lines]:
         rpc(server, "memory.delete", memory_id=memory_id, user_id="exp")
-    first = server.cli(str(backup), "--user-id", "exp", command="import")
+    first = server.cli(str(backup), "--user-id", "exp", "--json", command="import")
     assert first.returncode == 0, first.stderr
     assert json.loads(first.stdout) == {"imported": 120, "skipped": 0, "expired": 0}
-    again = json.loads(server.cli(str(backup), "--user-id", "exp", command="import").stdout)
+    again = json.loads(
+        server.cli(str(backup), "--user-id", "exp", "--json", command="import").stdout
+    )
     assert again == {"imported": 0, "skipped": 120, "expired": 0}
-    listed = json.loads(server.cli("list", "--user-id", "exp", "--limit", "1").stdout)
+    listed = json.loads(server.cli("list", "--user-id", "exp", "--limit", "1", "--json").stdout)
     assert listed["total_count"] == 120
     foreign = server.cli(str(backup), "--user-id", "someone-else", command="import")
     assert foreign.returncode == 1
