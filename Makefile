@@ -13,8 +13,12 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# `make run PORT=9000` (or AGENTCORE_PORT in the environment); HOST likewise.
+PORT ?= $(or $(AGENTCORE_PORT),8080)
+HOST ?= $(or $(AGENTCORE_HOST),127.0.0.1)
+
 run: install
-	$(BIN)/agentcore serve
+	$(BIN)/agentcore serve --host $(HOST) --port $(PORT)
 
 lint: install
 	$(BIN)/ruff format --check agentcore tests benchmarks scripts
