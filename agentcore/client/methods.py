@@ -33,9 +33,15 @@ class Methods(ABC, Generic[R]):
     def _call(self, method: str, params: Json) -> R: ...
 
     # Memories.
-    def add(self, content: str | None = None, **params: Any) -> R:
-        """Store one memory. ``content`` may be left out when other params carry the text."""
-        given = {} if content is None else {"content": content}
+    def add(self, content: str | Sequence[Mapping[str, Any]] | None = None, **params: Any) -> R:
+        """Store a memory: ``content`` is its text, or mem0-style messages (a list of
+        ``{"role": ..., "content": ...}``, one memory per message); ``messages=`` works too."""
+        if content is None:
+            given: Json = {}
+        elif isinstance(content, str):
+            given = {"content": content}
+        else:
+            given = {"messages": [dict(message) for message in content]}
         return self._call("memory.add", {**given, **params})
 
     def add_batch(self, items: Sequence[Mapping[str, Any]]) -> R:

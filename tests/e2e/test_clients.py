@@ -104,6 +104,15 @@ def test_the_sync_client_over_http(client: MemoryClient) -> None:
     patterns = client.error_patterns(task_id="task-erin")
     assert patterns["analysed_errors"] == 2
 
+    conversation = [
+        {"role": "user", "content": "I'm vegetarian and allergic to nuts."},
+        {"role": "assistant", "content": "Noted: vegetarian, no nuts."},
+    ]
+    said = client.add(conversation, user_id="erin-chat")  # mem0's m.add(messages, user_id=...)
+    assert len(said["memory_ids"]) == 2
+    stored = client.get(said["memory_ids"][0], user_id="erin-chat")
+    assert stored["content"] == "I'm vegetarian and allergic to nuts."
+
     client.working_append("s-erin", "the user asked for a refund", role="user")
     items = client.working_get("s-erin")
     assert [i["content"] for i in items["items"]] == ["the user asked for a refund"]
