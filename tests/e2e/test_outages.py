@@ -196,7 +196,11 @@ def _late_stores(caller: Caller, database: CuttableProxy) -> None:
     try:
         status, ready = caller.probe("/readyz")
         assert status == 503
-        assert ready["starting"] == ["the embedder check", "the vector collection"]
+        assert ready["starting"] == [
+            "the database schema",
+            "the embedder check",
+            "the vector collection",
+        ]
         assert ready["unavailable"] == ["database", "vector_store"]
         caller.unavailable("memory.add", "database", content="Too early", **scope)
     finally:
