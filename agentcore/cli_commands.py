@@ -59,8 +59,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         return _fail(f"cannot reach {url}: {_reason(exc)}")
     except BrokenPipeError:  # stdout's reader went away: the CLI's entry point stops quietly
         raise
-    except OSError as exc:  # a file of `import`
-        return _fail(exc.strerror or str(exc))
+    except OSError as exc:  # the file of `import`
+        return _fail(f"{exc.filename}: {exc.strerror}" if exc.filename else str(exc))
     except ValueError as exc:  # a line of `import` that is not JSON
         return _fail(f"{args.file} is not JSON Lines: {exc}")
     if result is None:  # `export` wrote its records as it went
