@@ -196,7 +196,7 @@ def register(commands: Subcommands) -> None:
     b = _Builder()
     _memory_commands(b, _group(commands, "memory", "store, find, read, list, delete memories"))
     _stage_commands(b, _group(commands, "stage", "COMPASS stages of a task"))
-    _stage_commands(b, _group(commands, "task", "a task's progress and context"), task=True)
+    _task_commands(b, _group(commands, "task", "a task's progress and context"))
     _error_commands(b, _group(commands, "error", "record errors, read their history, patterns"))
 
     health = b.command(commands, "health", "status of every component", _health, scope=())
@@ -250,43 +250,43 @@ def _memory_commands(b: _Builder, actions: Subcommands) -> None:
     delete.add_argument("memory_id")
 
 
-def _stage_commands(b: _Builder, actions: Subcommands, *, task: bool = False) -> None:
-    others = tuple(field for field in _SCOPE if field != "task_id")
-    if task:
-        progress_ = b.command(
-            actions, "progress", "the task's progress brief", _progress, scope=others
-        )
-        progress_.add_argument("task", metavar="task_id")
-        context = b.command(
-            actions, "context", "the task's context for a prompt", _context, scope=others
-        )
-        context.add_argument("task", metavar="task_id")
-        context.add_argument("--level", choices=["raw", "stage", "task"])
-        context.add_argument("--max-tokens", type=int)
-        return
-    start = b.command(
-        actions, "start", "start a stage (the active one completes)", _start, scope=others
-    )
+_NOT_TASK = tuple(field for field in _SCOPE if field != "task_id")  # the task is an argument
+
+
+def _stage_commands(b: _Builder, actions: Subcommands) -> None:
+    start = b.command(actions, "start", "start a stage of a task", _start, scope=_NOT_TASK)
     start.add_argument("task", metavar="task_id")
     start.add_argument("stage_type", help="planning, execution, reflection or verification")
     start.add_argument("--detect-transitions", action="store_true")
     current = b.command(
-        actions, "current", "the task's active stage", _current, _show_current, scope=others
+        actions, "current", "the task's active stage", _current, _show_current, scope=_NOT_TASK
     )
     current.add_argument("task", metavar="task_id")
     get = b.command(actions, "get", "a stage and its compressed memory", _stage_get)
     get.add_argument("stage_id")
     complete = b.command(
-        actions, "complete", "complete a stage and compress it", _complete, scope=others
+        actions, "complete", "complete a stage and compress it", _complete, scope=_NOT_TASK
     )
     complete.add_argument("task", metavar="task_id")
     complete.add_argument("stage_id")
     complete.add_argument("--no-wait", action="store_true", help="return a job id at once")
 
 
+def _task_commands(b: _Builder, actions: Subcommands) -> None:
+    progress = b.command(
+        actions, "progress", "the task's progress brief", _progress, scope=_NOT_TASK
+    )
+    progress.add_argument("task", metavar="task_id")
+    context = b.command(
+        actions, "context", "the task's context for a prompt", _context, scope=_NOT_TASK
+    )
+    context.add_argument("task", metavar="task_id")
+    context.add_argument("--level", choices=["raw", "stage", "task"])
+    context.add_argument("--max-tokens", type=int)
+
+
 def _error_commands(b: _Builder, actions: Subcommands) -> None:
-    others = tuple(field for field in _SCOPE if field != "task_id")
-    record = b.command(actions, "record", "record an agent's error", _error_record, scope=others)
+    record = b.command(actions, "record", "record an agent's error", _error_record, scope=_NOT_TASK)
     record.add_argument("task", metavar="task_id")
     record.add_argument(
         "error_type", help="hallucination, missing_info, incorrect_action or context_degradation"
