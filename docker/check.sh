@@ -100,7 +100,7 @@ YAMLLINT_CONFIG='{extends: default, rules: {
   truthy: {check-keys: false},
   comments: {min-spaces-from-content: 1},
   comments-indentation: disable}}'
-yaml_files=(docker/compose.yaml k8s/*.yaml)
+yaml_files=(docker/compose.yaml docker/prometheus/*.yml docker/grafana/provisioning/*/*.yaml k8s/*.yaml)
 if have yamllint; then
     run_check "yamllint" yamllint --strict -d "$YAMLLINT_CONFIG" "${yaml_files[@]}"
 else
@@ -119,7 +119,7 @@ fi
 
 if have kubernetes-validate; then
     if [[ -n "$built" ]]; then
-        manifests=("$built" k8s/migrate-job.yaml k8s/secret.example.yaml k8s/ingress.example.yaml)
+        manifests=("$built" k8s/secret.example.yaml k8s/ingress.example.yaml)
     else  # no kustomize: validate the files one by one
         manifests=()
         for f in k8s/*.yaml; do
@@ -133,16 +133,27 @@ else
     skip_check "kubernetes-validate" "kubernetes-validate not found (pip install kubernetes-validate)"
 fi
 
+# --- The project's own checks of both (tests/deploy: renders the kustomization, schemas, --
+# probes, references, ordering, Prometheus and Grafana provisioning) ---------------------
+if [[ -x .venv/bin/pytest ]]; then
+    run_check "pytest tests/deploy" .venv/bin/pytest -q -p no:cacheprovider tests/deploy
+else
+    skip_check "pytest tests/deploy" "no .venv (make install)"
+fi
+
 # --- Consistency between the files --------------------------------------------
 # shellcheck disable=SC2329  # invoked through run_check
 consistency() {
-    local ok=0 compose_qdrant k8s_qdrant tag job_image
-    compose_qdrant="$(grep -Eo 'qdrant/qdrant:[^"[:space:]]+' docker/compose.yaml | sort -u)"
-    k8s_qdrant="$(grep -Eo 'qdrant/qdrant:[^"[:space:]]+' k8s/qdrant.yaml | sort -u)"
-    if [[ -z "$compose_qdrant" || "$compose_qdrant" != "$k8s_qdrant" ]]; then
-        echo "Qdrant image differs: compose '$compose_qdrant' vs k8s '$k8s_qdrant'"
-        ok=1
-    fi
+    local ok=0 tag job_image
+    local image compose_image k8s_image
+    for image in qdrant/qdrant redis; do
+        compose_image="$(grep -Eo "image: ${image}:[^\"[:space:]]+" docker/compose.yaml | sort -u)"
+        k8s_image="$(grep -Eho "image: ${image}:[^\"[:space:]]+" k8s/*.yaml | sort -u)"
+        if [[ -z "$compose_image" || "$compose_image" != "$k8s_image" ]]; then
+            echo "$image differs: compose '$compose_image' vs k8s '$k8s_image'"
+            ok=1
+        fi
+    done
     tag="$(sed -n 's/^[[:space:]]*newTag:[[:space:]]*//p' k8s/kustomization.yaml | head -n1)"
     job_image="$(sed -n 's/^[[:space:]]*image:[[:space:]]*//p' k8s/migrate-job.yaml | head -n1)"
     if [[ -n "$tag" && "${job_image##*:}" != "$tag" ]]; then
