@@ -39,7 +39,7 @@ unit: install
 bench: install
 	$(BIN)/python benchmarks/service_latency.py
 
-check-deploy:
+check-deploy: install
 	docker/check.sh --install-tools
 
 clean:
