@@ -165,6 +165,7 @@ def _drill(caller: Caller, database: CuttableProxy, redis: CuttableProxy) -> Non
         # What needs only the database goes on.
         acknowledged.append(caller.ok("memory.add", content="Redis is away", **scope)["memory_id"])
         assert caller.ok("memory.search", query="deploy step", **scope)["results"]
+        assert caller.probe("/livez")[0] == 200  # kubernetes restarts nothing
         status, ready = caller.probe("/readyz")
         assert (status, ready["unavailable"]) == (503, ["redis"])
     finally:
