@@ -38,6 +38,7 @@ from agentcore.services.compass.orchestration import COMPRESS_STAGE, CompassServ
 from agentcore.services.compass.stages import StageManager
 from agentcore.services.consumers.ace import AceService, AceSettings
 from agentcore.services.consumers.artifacts import ArtifactService
+from agentcore.services.consumers.context import ContextService
 from agentcore.services.consumers.routing import RoutingService
 from agentcore.services.costs import CostTracker
 from agentcore.services.episodic import EpisodicMemoryService
@@ -98,6 +99,7 @@ class Container:
     expiry: ExpirySweeper
     routing: RoutingService
     artifacts: ArtifactService
+    context: ContextService
     transfer: TransferService
     consolidator: Consolidator
     access: AccessRecorder
@@ -408,6 +410,17 @@ async def _build(
         expiry=expiry,
         routing=RoutingService(memory, procedural),
         artifacts=ArtifactService(memory),
+        context=ContextService(
+            memory,
+            working,
+            procedural,
+            errors,
+            stages,
+            compass,
+            tokens,
+            clock,
+            recency_half_life_hours=settings.memory_recency_half_life_hours,
+        ),
         transfer=TransferService(memory, clock),
         consolidator=consolidator,
         access=access,

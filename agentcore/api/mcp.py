@@ -71,6 +71,14 @@ TOOLS = (
     ),
     ToolSpec("memory_delete", "memory.delete", "Delete one memory by its id."),
     ToolSpec(
+        "memory_context",
+        "memory.context",
+        "Everything worth knowing right now, as one prompt-ready block within max_tokens: "
+        "critical facts and constraints, the task's current stage, the session's working "
+        "memory, memories relevant to the query, procedures and error lessons, each line "
+        "numbered and its memory id listed in `included`.",
+    ),
+    ToolSpec(
         "stage_start",
         "memory.stage.start",
         "Declare the reasoning stage a task enters: planning, execution, reflection or "

@@ -11,6 +11,7 @@ from agentcore.api import cursor, schemas
 from agentcore.api import params as p
 from agentcore.api.ace import ace_methods
 from agentcore.api.compass import compass_methods
+from agentcore.api.context import context_methods
 from agentcore.api.costs import cost_methods
 from agentcore.api.episodic import episodic_methods
 from agentcore.api.error_memory import error_memory_methods
@@ -280,6 +281,7 @@ def build_methods(c: Container, discover: Callable[[], dict[str, Any]]) -> dict[
     table += ace_methods(c.ace)
     table += lifecycle_methods(c.promotion, c.compaction)
     table += routing_methods(c.routing, c.artifacts)
+    table += context_methods(c.context)
     table += transfer_methods(c.transfer)
     return {method.name: method for method in table}
 

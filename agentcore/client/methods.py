@@ -191,6 +191,10 @@ class Methods(ABC, Generic[R]):
     def compact(self, memory_ids: Sequence[str], **params: Any) -> R:
         return self._call("memory.compact", {"memory_ids": [*memory_ids], **params})
 
+    def context(self, max_tokens: int, **params: Any) -> R:
+        """One prompt-ready block within ``max_tokens`` (``query=``, scope ids, ...)."""
+        return self._call("memory.context", {"max_tokens": max_tokens, **params})
+
     def route_context(self, session_id: str, content: str, **params: Any) -> R:
         return self._call(
             "memory.route_context", {"session_id": session_id, "content": content, **params}
