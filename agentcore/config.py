@@ -109,6 +109,9 @@ class Settings(BaseSettings):
     # Embedded vector store in a process of its own (its searches hold that process's GIL,
     # not the server's); false: on a thread of the serving process.
     vector_store_process: bool = True
+    # Embedded vector store: past this many points outside an HNSW segment, the index is built
+    # on a copy of the shard in another process and switched in (0: never build).
+    vector_index_threshold: int = Field(20_000, ge=0)
 
     # Layers.
     working_memory_ttl: int = Field(3600, ge=1)

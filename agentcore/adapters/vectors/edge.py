@@ -4,15 +4,16 @@ The engine is synchronous and holds the GIL while it works, so its calls never r
 event loop: ``EdgeVectorStore`` sends each, one at a time, from a thread of its own to the
 shard (``edge_shard.ShardStore``), which lives either on that thread or, with
 ``own_process``, in a child process (``edge_process``), where a long search holds the child's
-GIL instead of the server's. ``EdgeShard.optimize()`` (HNSW build) holds the GIL for minutes
-on large shards and is deliberately never called here; filtered searches use the payload
-indexes over plain segments.
+GIL instead of the server's. ``EdgeShard.optimize()`` (the HNSW build) holds the GIL for
+minutes on large shards, so it runs on a copy of the shard in a process of its own, and the
+shard switches to the copy once built (``edge_index``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from agentcore.adapters.vectors.edge_index import DEFAULT_THRESHOLD
 from agentcore.adapters.vectors.edge_process import EngineError, ShardProcess
 from agentcore.adapters.vectors.edge_shard import ShardStore
 from agentcore.domain.errors import AgentCoreError, ConfigurationError, ProviderError
@@ -34,13 +36,18 @@ class _Shard(Protocol):
 
 
 class _LocalShard:
-    """The shard on the store's own thread."""
+    """The shard on the store's own thread; the steps of an index build run after calls."""
 
     def __init__(self, store: ShardStore) -> None:
         self._store = store
+        self._due = 0.0
 
     def call(self, op: str, *args: Any) -> Any:
-        return getattr(self._store, op)(*args)
+        try:
+            return getattr(self._store, op)(*args)
+        finally:
+            if op != "close" and time.monotonic() >= self._due:
+                self._due = time.monotonic() + self._store.maintain()
 
 
 class EdgeVectorStore:
@@ -49,7 +56,8 @@ class EdgeVectorStore:
     ``data_dir`` holds ``shard/`` (the engine's files) and ``collection.json`` (the dimension
     and embedder the shard was built for). Nothing is opened until ``ensure_collection``.
     ``own_process`` runs the shard in a child process (the module doc); ``log_level`` is the
-    child's.
+    child's. Past ``index_threshold`` points outside an HNSW segment an index is built
+    (``edge_index``; 0: never).
     """
 
     def __init__(
@@ -59,13 +67,14 @@ class EdgeVectorStore:
         max_search_threads: int | None = None,
         own_process: bool = False,
         log_level: str = "WARNING",
+        index_threshold: int = DEFAULT_THRESHOLD,
     ) -> None:
         self._dir = Path(data_dir)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="qdrant-edge")
         self._shard: _Shard = (
-            ShardProcess(self._dir, max_search_threads, log_level)
+            ShardProcess(self._dir, max_search_threads, log_level, index_threshold)
             if own_process
-            else _LocalShard(ShardStore(self._dir, max_search_threads))
+            else _LocalShard(ShardStore(self._dir, max_search_threads, index_threshold))
         )
         self._open = False
         self._closed = False
@@ -111,6 +120,12 @@ class EdgeVectorStore:
 
     async def flush(self) -> None:
         await self._run("flush")
+
+    async def index_status(self) -> dict[str, Any]:
+        """The HNSW build's state and counts (``ShardStore.index_status``)."""
+        self._require()
+        status: dict[str, Any] = await self._run("index_status")
+        return status
 
     async def close(self) -> None:
         if self._closed:

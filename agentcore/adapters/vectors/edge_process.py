@@ -8,6 +8,10 @@ parent gone): it flushes and closes the shard first. A child that dies fails the
 way with a retryable ``PROVIDER_ERROR`` (the vector writes stay owed in the outbox) and is
 started again, and the shard opened again, on the next call.
 
+Between calls, and at least every few seconds under a stream of them, the child runs the
+steps of an HNSW build (``ShardStore.maintain``: ``edge_index``), whose slow part runs in a
+third process.
+
 Only one process may hold a shard's files: the child holds an exclusive lock on the data
 directory (``shard.lock``) while the shard is open, and a child of a restarted service waits
 for the previous one to let go.
@@ -31,7 +35,9 @@ logger = logging.getLogger(__name__)
 
 _LOCK_FILE = "shard.lock"
 _LOCK_WAIT_SECONDS = 30.0
-_CALLS = frozenset({"open", "reset", "upsert", "delete", "search", "count", "flush", "close"})
+_CALLS = frozenset(
+    {"open", "reset", "upsert", "delete", "search", "count", "flush", "close", "index_status"}
+)
 
 
 class EngineError(Exception):
@@ -42,8 +48,14 @@ class ShardProcess:
     """Calls of ``ShardStore`` run in a child process. One caller at a time (the store's own
     thread): each call is a request and its answer over the pipe."""
 
-    def __init__(self, data_dir: Path, max_search_threads: int | None, log_level: str) -> None:
-        self._args = (str(data_dir), max_search_threads, log_level)
+    def __init__(
+        self,
+        data_dir: Path,
+        max_search_threads: int | None,
+        log_level: str,
+        index_threshold: int,
+    ) -> None:
+        self._args = (str(data_dir), max_search_threads, log_level, index_threshold)
         self._process: multiprocessing.process.BaseProcess | None = None
         self._conn: Connection | None = None
         self._opened: tuple[str, tuple[Any, ...]] | None = None  # redone after a restart
@@ -105,14 +117,24 @@ class ShardProcess:
 
 
 def serve_shard(
-    conn: Connection, data_dir: str, max_search_threads: int | None, log_level: str
+    conn: Connection,
+    data_dir: str,
+    max_search_threads: int | None,
+    log_level: str,
+    index_threshold: int,
 ) -> None:
-    """The child: answer calls until told to close or until the parent is gone."""
+    """The child: answer calls until told to close or until the parent is gone, with the
+    steps of an index build in between when they are due."""
     logging.basicConfig(level=log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     with _directory_lock(Path(data_dir)):
-        store = ShardStore(data_dir, max_search_threads)
+        store = ShardStore(data_dir, max_search_threads, index_threshold)
         try:
+            due = 0.0
             while True:
+                if time.monotonic() >= due:
+                    due = time.monotonic() + store.maintain()
+                if not conn.poll(max(0.0, due - time.monotonic())):
+                    continue
                 try:
                     op, args = conn.recv()
                 except EOFError:
