@@ -10,8 +10,9 @@ error lessons. An empty section is left out, header and all.
 
 **Deduplication.** A candidate is never chosen when an item already chosen has its memory
 id, or its text once normalized (case, spacing and punctuation ignored; labels such as
-"user: " left aside), or nine tenths of the same words: sections are filled in order, so a
-repeat shows in the highest section that has room for it.
+"user: " left aside), or holds that text whole (a stage summary quoting a memory), or nine
+tenths of the same words: sections are filled in order, so a repeat shows in the highest
+section that has room for it.
 
 **Budget** (the policy, README "Context block"):
 
@@ -151,11 +152,15 @@ class _Shown:
         self._ids: set[str] = set()
         self._texts: set[str] = set()
         self._word_sets: list[frozenset[str]] = []
+        self._padded: list[str] = []  # " text ": a repeat may be held whole in a longer one
 
     def repeats(self, key: _Key) -> bool:
         if (key.id is not None and key.id in self._ids) or key.text in self._texts:
             return True
-        return len(key.words) >= _MIN_WORDS and any(
+        if len(key.words) < _MIN_WORDS:
+            return False
+        padded = f" {key.text} "
+        return any(padded in shown for shown in self._padded) or any(
             len(key.words & seen) >= _NEAR_DUPLICATE * len(key.words | seen)
             for seen in self._word_sets
         )
@@ -164,6 +169,7 @@ class _Shown:
         if key.id is not None:
             self._ids.add(key.id)
         self._texts.add(key.text)
+        self._padded.append(f" {key.text} ")
         if len(key.words) >= _MIN_WORDS:
             self._word_sets.append(key.words)
 
@@ -218,7 +224,26 @@ class _Packer:
             self.shown.add(key)
             spent += extra
             self.used += extra
+            self._absorb(section, key)
         return spent
+
+    def _absorb(self, section: Section, key: _Key) -> None:
+        """Items of lower sections chosen earlier (in the first pass) whose text ``key`` holds
+        whole are repeats now: left out, their tokens free for the sections still to fill."""
+        padded = f" {key.text} "
+        for lower in SECTIONS[SECTIONS.index(section) + 1 :]:
+            held = [
+                index
+                for index in self.chosen[lower]
+                if len(self.keys[lower][index].words) >= _MIN_WORDS
+                and f" {self.keys[lower][index].text} " in padded
+            ]
+            for index in held:
+                self.chosen[lower].remove(index)
+                self.repeated[lower].add(index)
+                self.used -= self.cost[lower][index]
+            if held and not self.chosen[lower]:
+                self.used -= self.header_cost[lower]
 
     def run(self) -> None:
         self.fill(Section.CRITICAL, self.max_tokens)

@@ -108,6 +108,33 @@ def test_duplicates_stay_in_their_highest_section() -> None:
     assert block.duplicates == 3
 
 
+def test_a_memory_quoted_whole_by_a_higher_item_is_a_repeat() -> None:
+    brief = Candidate("t1", "task", "Plan: move the client to v2. Releases go out on Tuesdays.")
+    sections = {
+        Section.STAGE: [brief],
+        Section.MEMORIES: [
+            Candidate("a", "memory", "Releases go out on Tuesdays only."),  # not whole: kept
+            Candidate("b", "memory", "plan: move the client to v2"),  # held whole: a repeat
+            Candidate("c", "memory", "to v2"),  # too short to judge: kept
+        ],
+    }
+    block = pack(sections, 500, words)
+    assert [i.id for i in block.included] == ["t1", "a", "c"]
+
+
+def test_a_higher_item_added_late_takes_the_place_of_what_it_quotes() -> None:
+    brief = Candidate(
+        "t1", "task", " ".join(f"brief{k}" for k in range(30)) + " the plan is to ship v2"
+    )
+    sections = {
+        Section.STAGE: [Candidate("s", "stage", "current stage execution"), brief],
+        Section.MEMORIES: [Candidate("m", "memory", "The plan is to ship v2!"), memory(1)],
+    }
+    block = pack(sections, 120, words)  # the brief misses the stage cap, then gets back in
+    assert [i.id for i in block.included] == ["s", "t1", "m1"]
+    assert block.duplicates == 1
+
+
 def test_a_repeat_shows_lower_down_when_its_higher_section_had_no_room() -> None:
     newest_first = [Candidate(f"w{i}", "working_item", f"turn {i} " * 10) for i in range(3)]
     repeat = Candidate("m", "memory", newest_first[2].text)  # the oldest item: no room for it
