@@ -13,7 +13,10 @@ from typing import Any, Generic, Self, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from agentcore.adapters.vectors.payload import point_payload
+from agentcore.adapters.vectors.payload_filter import payload_filter
 from agentcore.domain.errors import Conflict, ProviderError
+from agentcore.domain.filters import Filter
 from agentcore.domain.models import Layer, Memory, MemoryEvent, ScopeLevel
 from agentcore.services.ports import (
     Access,
@@ -24,6 +27,7 @@ from agentcore.services.ports import (
     VectorPoint,
     Vectors,
 )
+from tests.filter_oracle import FakeConditions, satisfies
 
 _WORD = re.compile(r"\w+")
 
@@ -68,14 +72,9 @@ def _matches(point: VectorPoint, flt: VectorFilter) -> bool:
         return False
     if flt.layers is not None and point.layer not in flt.layers:
         return False
-    if flt.stage_id is not None and point.stage_id != flt.stage_id:
-        return False
-    if flt.tags_all and not set(flt.tags_all) <= set(point.tags):
-        return False
-    if flt.tags_any and not set(flt.tags_any) & set(point.tags):
-        return False
-    for key, value in (flt.metadata or {}).items():
-        if point.metadata.get(key) != value or type(point.metadata.get(key)) is not type(value):
+    if flt.where is not None:  # what the payload can say, as every adapter says it
+        test = payload_filter(flt.where, FakeConditions())
+        if test is not None and not test(point_payload(point)):
             return False
     if flt.ids is not None and point.id not in flt.ids:
         return False
@@ -170,8 +169,11 @@ class _Memories:
         found = self._s.memories.get(memory_id)
         return copy.deepcopy(found)
 
-    async def get_many(self, memory_ids: Sequence[str]) -> list[Memory]:
-        return [copy.deepcopy(self._s.memories[i]) for i in memory_ids if i in self._s.memories]
+    async def get_many(
+        self, memory_ids: Sequence[str], where: Filter | None = None
+    ) -> list[Memory]:
+        found = [self._s.memories[i] for i in dict.fromkeys(memory_ids) if i in self._s.memories]
+        return [copy.deepcopy(m) for m in found if satisfies(m, where)]
 
     async def update(self, memory: Memory) -> None:
         self._s.memories[memory.id] = copy.deepcopy(memory)
@@ -240,11 +242,15 @@ class _Memories:
         found = [m for m in self._s.memories.values() if m.stage_id == stage_id]
         return [copy.deepcopy(m) for m in sorted(found, key=lambda m: (m.created_at, m.id))]
 
-    async def current_in_slot(self, scope_keys: Sequence[str], slot: str) -> list[Memory]:
+    async def current_in_slot(
+        self, scope_keys: Sequence[str], slot: str, at: datetime | None = None
+    ) -> list[Memory]:
         return [
             copy.deepcopy(m)
             for m in self._s.memories.values()
-            if m.scope_key in scope_keys and m.fact_slot == slot and m.superseded_by is None
+            if m.scope_key in scope_keys
+            and m.fact_slot == slot
+            and (m.superseded_by is None if at is None else m.created_at <= at and m.current_at(at))
         ]
 
     async def after_id(self, memory_id: str, limit: int) -> list[Memory]:
@@ -285,16 +291,10 @@ def _listed(m: Memory, q: ListQuery) -> bool:
         m.scope_key in q.scope_keys
         and m.compacted_into_id is None
         and (q.layer is None or m.layer is q.layer)
-        and (q.stage_id is None or m.stage_id == q.stage_id)
-        and (not q.tags_any or bool(set(q.tags_any) & set(m.tags)))
-        and (not q.tags_all or set(q.tags_all) <= set(m.tags))
+        and satisfies(m, q.where)
         and (q.since is None or m.created_at >= q.since)
-        and (q.until is None or m.created_at <= q.until)
+        and (q.until is None or m.created_at < q.until)
         and (q.alive_at is None or m.expires_at is None or m.expires_at > q.alive_at)
-        and all(
-            k in m.metadata and m.metadata[k] == v and type(m.metadata[k]) is type(v)
-            for k, v in (q.metadata or {}).items()
-        )
         and (not q.keyed_only or m.key is not None)
     )
 

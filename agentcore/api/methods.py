@@ -26,6 +26,7 @@ from agentcore.api.stages import stage_methods
 from agentcore.api.transfer import transfer_methods
 from agentcore.api.working import working_methods
 from agentcore.domain.errors import AgentCoreError
+from agentcore.domain.filter_grammar import parse_filter
 from agentcore.domain.models import new_id
 from agentcore.domain.records import MemoryChanges, NewMemory
 from agentcore.services.memory_manager import ListRequest
@@ -139,6 +140,7 @@ def build_methods(c: Container, discover: Callable[[], dict[str, Any]]) -> dict[
             tags_match=a.tags_match,
             since=a.since,
             until=a.until,
+            where=parse_filter(a.filter),
             after=None if a.cursor is None else cursor.decode(a.cursor, a.order),
             limit=a.limit,
             order_desc=a.order == "desc",
@@ -163,12 +165,14 @@ def build_methods(c: Container, discover: Callable[[], dict[str, Any]]) -> dict[
                 threshold=a.threshold,
                 tags=a.tags,
                 tags_match=a.tags_match,
-                metadata=a.filter,
+                where=parse_filter(a.filter),
                 stage_id=a.stage_id,
                 current_stage=a.current_stage,
                 scoring_weights=a.scoring_weights,
                 order_by=a.order_by,
                 as_of=a.as_of,
+                since=a.since,
+                until=a.until,
             )
         )
         return schemas.SearchResult(

@@ -21,6 +21,14 @@ Identifier = Annotated[str, StringConstraints(min_length=1, max_length=255)]
 Tag = Annotated[str, StringConstraints(min_length=1, max_length=100)]
 Tags = Annotated[list[Tag], Field(max_length=32)]
 Scalar = str | int | bool
+FILTER_GRAMMAR = (
+    'mem0\'s filter grammar: {field: value} (a list: any of them; "*": present), '
+    "{field: {op: value}} with eq, ne, gt, gte, lt, lte, in, nin, contains, icontains, "
+    "tags {all|any|none: [...]}, AND/OR/NOT lists of filters. Fields: layer, tags, stage_id, "
+    "critical, importance, created_at, updated_at, or a metadata key (dotted for nested "
+    "keys; metadata.<key> for one named like a field)"
+)
+FilterParam = Annotated[dict[str, JsonValue], Field(description=FILTER_GRAMMAR)]
 
 
 def _as_utc(value: datetime) -> datetime:
@@ -144,6 +152,7 @@ class ListParams(ScopeParams):
     tags_match: Literal["any", "all"] = "any"
     since: Timestamp | None = None
     until: Timestamp | None = None
+    filter: FilterParam | None = None
     cursor: Annotated[str, StringConstraints(max_length=512)] | None = None
     limit: Annotated[int, Field(ge=1, le=100)] = 20
     order: Literal["desc", "asc"] = "desc"
@@ -155,9 +164,7 @@ class SearchParams(ScopeParams):
     scopes: Annotated[list[str], Field(min_length=1, max_length=8)] | None = None
     limit: Annotated[int, Field(ge=1, le=100)] = 10
     threshold: Annotated[float, Field(ge=0, le=1, strict=False)] | None = None
-    filter: Annotated[dict[str, Scalar], Field(max_length=16)] | None = Field(
-        None, description="exact match on top-level metadata keys"
-    )
+    filter: FilterParam | None = None
     tags: Tags | None = Field(None, description="match memories with any (or all) of these tags")
     tags_match: Literal["any", "all"] = Field(
         "any", description="any: one of the tags; all: every one"
@@ -177,9 +184,11 @@ class SearchParams(ScopeParams):
     )
     as_of: Timestamp | None = Field(
         None,
-        description="search memory as it was then: only memories created by then, and a "
-        "memory superseded later is still current",
+        description="search memory as it was then: only memories created by then; one "
+        "superseded by then ranks after its successor, one superseded later is still current",
     )
+    since: Timestamp | None = Field(None, description="only memories created at or after this")
+    until: Timestamp | None = Field(None, description="only memories created before this")
 
 
 class ClearParams(ScopeParams):

@@ -7,8 +7,9 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, StringConstraints
 
 from agentcore.api import cursor
-from agentcore.api.params import Identifier, ScopeParams, Tags, Timestamp
+from agentcore.api.params import FilterParam, Identifier, ScopeParams, Tags, Timestamp
 from agentcore.api.rpc import RpcMethod
+from agentcore.domain.filter_grammar import parse_filter
 from agentcore.services.lifecycle.transfer import MAX_PAGE, TransferService, to_record
 
 IMPORT_BATCH = 100  # records per call: one memory.add_batch (MEMORY_MAX_BATCH_SIZE)
@@ -18,6 +19,7 @@ Layer = Annotated[str, StringConstraints(pattern=r"^(episodic|semantic|procedura
 class ExportParams(ScopeParams):
     scope: str | None = Field(None, description="the scope level; default: the most specific id")
     layers: Annotated[list[Layer], Field(min_length=1, max_length=3)] | None = None
+    filter: FilterParam | None = None
     cursor: Annotated[str, StringConstraints(max_length=512)] | None = None
     limit: Annotated[int, Field(ge=1, le=MAX_PAGE)] = 100
 
@@ -25,7 +27,9 @@ class ExportParams(ScopeParams):
 class ExportResult(BaseModel):
     records: list[dict[str, Any]] = Field(description="oldest first; see memory.import")
     next_cursor: str | None = Field(description="null on the last page")
-    total_count: int = Field(description="memories of the scope (all layers)")
+    total_count: int = Field(
+        description="memories of the scope (all layers) that satisfy the filter, if any"
+    )
 
 
 class ImportRecord(ScopeParams):
@@ -72,6 +76,7 @@ def transfer_methods(transfer: TransferService) -> list[RpcMethod]:
             a.scope_ids(),
             scope_level=a.scope,
             layers=a.layers,
+            where=parse_filter(a.filter),
             after=None if a.cursor is None else cursor.decode(a.cursor, "asc"),
             limit=a.limit,
         )

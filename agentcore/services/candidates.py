@@ -70,8 +70,9 @@ class LexicalIndex(Protocol):
         ...
 
     async def lookup(self, query: str, flt: VectorFilter, memory_ids: Sequence[str]) -> Lookup:
-        """The stored memories among ``memory_ids`` (whatever their scope or expiry), with
-        their coverage of ``query`` and, if the index computes it, their BM25."""
+        """The stored memories among ``memory_ids`` that satisfy ``flt.where`` (whatever
+        their scope or expiry), with their coverage of ``query`` and, if the index computes
+        it, their BM25."""
         ...
 
 
@@ -89,6 +90,9 @@ class Fusion:
             raise ValueError("dense_weight must be in [0, 1] and episode_weight >= 0")
         if self.episode_top < 1 or self.pool < 1:
             raise ValueError("episode_top and pool must be positive")
+
+
+_WIDEN = 4  # dense candidates fetched per one kept when the rows test a ``where``
 
 
 def floor_of(hits: Sequence[VectorHit], requested: int) -> float:
@@ -203,9 +207,13 @@ class CandidateGenerator:
         its relevance in [0, 1] (at least ``threshold`` when one is given). ``dense_only``
         makes the relevance the clipped cosine alone (e.g. to find paraphrases)."""
         pool = max(self._fusion.pool, limit)
+        # A ``where`` is tested by the database on the rows read; the vector store tests only
+        # what its payload holds (a superset), so it is asked for more and its best ``pool``
+        # that the rows confirm are kept.
+        wide = pool * _WIDEN if flt.where is not None else pool
         lexical_side = self._no_hits() if dense_only else self._lexical_hits(query, flt, pool)
         (vector, dense), lexical = await asyncio.gather(
-            self._dense(query, flt, pool, exact=dense_only), lexical_side
+            self._dense(query, flt, wide, exact=dense_only), lexical_side
         )
         ids = list(dict.fromkeys([hit.id for hit in dense] + [hit.id for hit in lexical]))
         if not ids:
@@ -218,18 +226,21 @@ class CandidateGenerator:
         live = {
             m.id: m
             for m in found.memories
-            if m.scope_key in keys
-            and not m.is_expired(now)
-            and m.compacted_into_id is None
-            and set(flt.tags_all or ()) <= set(m.tags)
+            if m.scope_key in keys and not m.is_expired(now) and m.compacted_into_id is None
         }
-        cosine = {hit.id: hit.score for hit in (*dense, *exact) if hit.id in live}
+        known = {hit.id: hit.score for hit in (*dense, *exact) if hit.id in live}
+        dense_floor = floor_of(dense, wide)
+        if wide > pool:
+            dense = [hit for hit in dense if hit.id in live][:pool]
+            dense_floor = floor_of(dense, pool) if len(dense) >= pool else dense_floor
+        wanted = {hit.id for hit in dense} | {hit.id for hit in lexical}
+        cosine = {memory_id: score for memory_id, score in known.items() if memory_id in wanted}
         scores, lexical_floor = lexical_scores(lexical, found.bm25, pool)
         relevance = fuse(
             cosine,
             {memory_id: score for memory_id, score in scores.items() if memory_id in live},
             self._fusion.dense_weight,
-            dense_floor=floor_of(dense, pool),
+            dense_floor=dense_floor,
             lexical_floor=lexical_floor,
             coverage=found.coverage if lexical else None,
         )
@@ -276,7 +287,7 @@ class CandidateGenerator:
         if self._lexical is not None:
             return await self._lexical.lookup(query, flt, ids)
         async with self._uow_factory(read_only=True) as uow:
-            return Lookup(await uow.memories.get_many(ids), {})
+            return Lookup(await uow.memories.get_many(ids, flt.where), {})
 
     async def _no_hits(self) -> list[VectorHit]:
         return []

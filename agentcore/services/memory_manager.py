@@ -11,6 +11,15 @@ from typing import Any
 
 from agentcore.domain.clock import Clock
 from agentcore.domain.errors import InvalidParams, MemoryNotFound
+from agentcore.domain.filters import (
+    Condition,
+    Field,
+    Filter,
+    Op,
+    all_of,
+    metadata_equals,
+    tags_filter,
+)
 from agentcore.domain.models import EventKind, Memory, MemoryEvent, ScopeIds, ScopeLevel, new_id
 from agentcore.domain.records import (
     MemoryChanges,
@@ -55,7 +64,8 @@ class ListRequest:
     after: tuple[datetime, str] | None = None
     limit: int = 20
     order_desc: bool = True
-    metadata: dict[str, str | int | bool] | None = None
+    metadata: dict[str, str | int | bool] | None = None  # exact values of top-level keys
+    where: Filter | None = None  # agentcore.domain.filters; ANDed with the fields above
     keyed_only: bool = False
 
 
@@ -353,19 +363,24 @@ class MemoryManager:
             if request.scope_level is None
             else visible_scope_keys(request.scope, [request.scope_level])
         )
+        where = all_of(
+            None
+            if request.stage_id is None
+            else Condition(Field.STAGE_ID, Op.EQ, request.stage_id),
+            tags_filter(request.tags, request.tags_match),
+            metadata_equals(request.metadata),
+            request.where,
+        )
         query = ListQuery(
             scope_keys=keys,
             layer=None if request.layer is None else parse_layer(request.layer),
-            stage_id=request.stage_id,
-            tags_any=request.tags if request.tags and request.tags_match == "any" else None,
-            tags_all=request.tags if request.tags and request.tags_match == "all" else None,
+            where=where,
             since=request.since,
             until=request.until,
             alive_at=self._clock(),
             order_desc=request.order_desc,
             limit=request.limit + 1,
             after=request.after,
-            metadata=request.metadata,
             keyed_only=request.keyed_only,
         )
         async with self._uow_factory(read_only=True) as uow:

@@ -15,6 +15,7 @@ from agentcore.domain.ace import Intervention
 from agentcore.domain.compression_metrics import CompressionLevel, CompressionMetric, LevelSummary
 from agentcore.domain.episodes import Episode, EpisodeStatus
 from agentcore.domain.error_records import ErrorQuery, ErrorRecord
+from agentcore.domain.filters import Filter
 from agentcore.domain.models import Layer, Memory, MemoryEvent, ScopeIds, ScopeLevel
 from agentcore.domain.pricing import CostQuery, CostRecord, CostTotals
 from agentcore.domain.stages import Stage, StageMemory, TaskContext
@@ -69,17 +70,16 @@ class VectorFilter:
     """Conditions joined by AND; ``None`` or empty means no condition on that field, except
     ``scope_keys``: empty matches nothing (isolation fails closed).
 
-    ``metadata`` matches exact scalar values of top-level metadata keys (keys without dots).
+    ``where`` tests the memory's fields (``agentcore.domain.filters``): a vector store
+    evaluates what its payload holds (``adapters.vectors.payload_filter``: a superset of the
+    matches), the database all of it; the rows read decide.
     ``alive_at`` keeps points whose ``expires_at`` is later than it (epoch seconds).
     ``ids`` keeps only those memories (e.g. to score known candidates against a query).
     """
 
     scope_keys: Sequence[str]
     layers: Sequence[str] | None = None
-    stage_id: str | None = None
-    tags_any: Sequence[str] | None = None
-    tags_all: Sequence[str] | None = None
-    metadata: dict[str, str | int | bool] | None = None
+    where: Filter | None = None
     alive_at: float | None = None
     ids: Sequence[str] | None = None
 
@@ -134,16 +134,13 @@ class VectorStore(Protocol):
 class ListQuery:
     scope_keys: Sequence[str]
     layer: Layer | None = None
-    stage_id: str | None = None
-    tags_any: Sequence[str] | None = None
-    tags_all: Sequence[str] | None = None
+    where: Filter | None = None  # conditions on the memory's fields (agentcore.domain.filters)
     since: datetime | None = None
     until: datetime | None = None
     alive_at: datetime | None = None
     order_desc: bool = True
     limit: int = 50
     after: tuple[datetime, str] | None = None  # keyset cursor: (created_at, id) of the last row
-    metadata: dict[str, str | int | bool] | None = None  # exact match on top-level keys
     keyed_only: bool = False  # only memories that have a key
 
 
@@ -177,8 +174,11 @@ class MemoryRepository(Protocol):
 
     async def get(self, memory_id: str) -> Memory | None: ...
 
-    async def get_many(self, memory_ids: Sequence[str]) -> list[Memory]:
-        """Found memories only, in no particular order."""
+    async def get_many(
+        self, memory_ids: Sequence[str], where: Filter | None = None
+    ) -> list[Memory]:
+        """Found memories only (those that satisfy ``where``, if given), in no particular
+        order."""
         ...
 
     async def update(self, memory: Memory) -> None: ...
@@ -217,8 +217,11 @@ class MemoryRepository(Protocol):
         """Every memory linked to the stage, oldest first (whatever its scope)."""
         ...
 
-    async def current_in_slot(self, scope_keys: Sequence[str], slot: str) -> list[Memory]:
-        """The memories of these scopes that fill ``slot`` and are not superseded."""
+    async def current_in_slot(
+        self, scope_keys: Sequence[str], slot: str, at: datetime | None = None
+    ) -> list[Memory]:
+        """The memories of these scopes that fill ``slot`` and are not superseded (at ``at``:
+        created by then and not superseded by then)."""
         ...
 
     async def after_id(self, memory_id: str, limit: int) -> list[Memory]:

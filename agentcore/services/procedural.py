@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentcore.domain.errors import Conflict, InvalidParams
+from agentcore.domain.filters import metadata_equals
 from agentcore.domain.models import Layer, Memory, ScopeIds, ScopeLevel
 from agentcore.domain.records import MemoryChanges, NewMemory
 from agentcore.services.memory_manager import ListRequest, MemoryManager
@@ -243,7 +244,7 @@ class ProceduralMemoryService:
                 layers=[Layer.PROCEDURAL.value],
                 scopes=scopes,
                 limit=max(limit, self._candidates),
-                metadata={"kind": PROCEDURE},
+                where=metadata_equals({"kind": PROCEDURE}),
             )
         )
         if not outcome.results:

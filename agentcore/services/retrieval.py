@@ -19,6 +19,15 @@ from agentcore.domain.clock import Clock
 from agentcore.domain.contradictions import clauses, resolve, superseded_last
 from agentcore.domain.error_patterns import text_tokens
 from agentcore.domain.errors import InvalidParams, QueryTooLong
+from agentcore.domain.filters import (
+    Condition,
+    Field,
+    Filter,
+    Op,
+    all_of,
+    created_between,
+    tags_filter,
+)
 from agentcore.domain.models import Layer, Memory, ScopeIds, StageType
 from agentcore.domain.records import STORED_LAYERS, parse_layer
 from agentcore.domain.scopes import visible_scope_keys
@@ -50,13 +59,25 @@ class SearchQuery:
     threshold: float | None = None
     tags: Sequence[str] | None = None
     tags_match: str = "any"  # or "all": every tag must be held
-    metadata: dict[str, str | int | bool] | None = None
+    where: Filter | None = None  # conditions on the memory's fields (agentcore.domain.filters)
     stage_id: str | None = None
     current_stage: str | None = None  # a stage type: boosts what fits it (FR-5.3)
     scoring_weights: Mapping[str, float] | None = None  # full or partial (domain.scoring)
     order_by: str = "score"  # or "precedence": most specific scope first, then score
     dense_only: bool = False  # relevance = cosine alone (near-duplicate checks)
     as_of: datetime | None = None  # memory as it was then (knowledge updates)
+    since: datetime | None = None  # created at or after
+    until: datetime | None = None  # created before
+
+    def row_filter(self) -> Filter | None:
+        """Every condition on the memory's fields: stage, tags, ``where``, creation times
+        (``as_of``: created by then)."""
+        return all_of(
+            None if self.stage_id is None else Condition(Field.STAGE_ID, Op.EQ, self.stage_id),
+            tags_filter(self.tags, self.tags_match),
+            self.where,
+            created_between(self.since, self.until, through=self.as_of),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,15 +156,13 @@ class EnhancedRetrieval:
         keys = visible_scope_keys(q.scope, q.scopes)
         layers = list(STORED_LAYERS) if q.layers is None else [parse_layer(v) for v in q.layers]
         now = self._clock()
+        where = q.row_filter()
         flt = VectorFilter(
             scope_keys=keys,
             # Every stored memory is of a stored layer: a filter naming them all is left out
             # (it cost the vector store a payload check per point).
             layers=None if set(layers) >= set(STORED_LAYERS) else [layer.value for layer in layers],
-            stage_id=q.stage_id,
-            tags_any=q.tags if q.tags and q.tags_match == "any" else None,
-            tags_all=q.tags if q.tags and q.tags_match == "all" else None,
-            metadata=q.metadata or None,
+            where=where,
             alive_at=now.timestamp(),
         )
         candidates, correction, answers = await asyncio.gather(
@@ -155,7 +174,7 @@ class EnhancedRetrieval:
         )
         ctx = ScoreContext(now, weights, self._half_life, current_stage)
         return SearchOutcome(
-            results=await self._rank(q, candidates, ctx, correction, answers),
+            results=await self._rank(q, candidates, ctx, correction, answers, where),
             searched_layers=layers,
             searched_scopes=[key.split(":", 1)[0] for key in keys],
             weights=weights.as_dict(),
@@ -181,12 +200,11 @@ class EnhancedRetrieval:
         ctx: ScoreContext,
         correction: ErrorCorrection | None,
         answers: Sequence[Memory] = (),
+        where: Filter | None = None,
     ) -> list[ScoredMemory]:
         """The top ``q.limit`` candidates (memory, relevance in [0, 1]) by score, each current
-        value before the memories it superseded, contradictions flagged, in the requested
-        order; their accesses are noted."""
-        if q.as_of is not None:
-            candidates = [(m, r) for m, r in candidates if m.created_at <= q.as_of]
+        value (satisfying ``where``) before the memories it superseded, contradictions
+        flagged, in the requested order; their accesses are noted."""
         memories = [memory for memory, _ in candidates]
         if ctx.current_stage is not None:
             ctx = replace(ctx, stage_types=await self._stage_types_of(memories))
@@ -202,7 +220,7 @@ class EnhancedRetrieval:
         top = scored[: q.limit]
         if q.order_by == "precedence":  # chosen by score, shown most specific scope first
             top.sort(key=lambda s: (s.memory.scope_level.precedence, -s.score))
-        top = await self._current_first(top, ctx, q.as_of or ctx.now)
+        top = await self._current_first(top, ctx, q.as_of or ctx.now, where)
         top = _answers_first(top, answers, ctx, q.as_of or ctx.now)
         top = _flag_contradictions(top)[: q.limit]
         if self._access is not None:
@@ -213,22 +231,27 @@ class EnhancedRetrieval:
         self, q: SearchQuery, keys: Sequence[str], layers: Sequence[Layer]
     ) -> list[Memory]:
         """The memories that fill the slot the query asks the current value of ("where does
-        the user live now?": ``user|home``), when it asks one and filters nothing they could
-        fail (tags, metadata, a stage)."""
+        the user live now?": ``user|home``; at ``as_of``, the value current then), when it
+        asks one and filters nothing they could fail (tags, a stage, ``where``, times)."""
         slot = asked_slot(q.query)
-        if slot is None or q.tags or q.metadata or q.stage_id is not None or q.dense_only:
+        filtered = q.tags or q.where or q.stage_id is not None or q.since or q.until
+        if slot is None or filtered or q.dense_only:
             return []
         async with self._uow_factory(read_only=True) as uow:
-            found = await uow.memories.current_in_slot(keys, slot)
+            found = await uow.memories.current_in_slot(keys, slot, q.as_of)
         return [m for m in found if m.layer in layers]
 
     async def _current_first(
-        self, top: list[ScoredMemory], ctx: ScoreContext, when: datetime
+        self,
+        top: list[ScoredMemory],
+        ctx: ScoreContext,
+        when: datetime,
+        where: Filter | None = None,
     ) -> list[ScoredMemory]:
         """A result superseded by ``when`` goes right after the current value of its slot
-        (the end of its chain of updates), which takes its place in the ranking, whether it
-        ranked lower or not at all: a question the old value answered is answered by the new
-        one."""
+        (the end of its chain of updates, among the memories that satisfy ``where``), which
+        takes its place in the ranking, whether it ranked lower or not at all: a question
+        the old value answered is answered by the new one."""
         stale = [s for s in top if not s.memory.current_at(when)]
         if not stale:
             return top
@@ -239,7 +262,7 @@ class EnhancedRetrieval:
             if not wanted:
                 break
             async with self._uow_factory(read_only=True) as uow:
-                found = await uow.memories.get_many([w for w in wanted if w is not None])
+                found = await uow.memories.get_many([w for w in wanted if w is not None], where)
             known.update((m.id, m) for m in found)
             wanted = {m.superseded_by for m in found if not m.current_at(when)} - known.keys()
         ranked = {s.memory.id: s for s in top}

@@ -28,6 +28,7 @@ from agentcore.adapters.db.repositories import memory_values
 from agentcore.adapters.db.tables import MemoryRow
 from agentcore.adapters.db.uow import SqlUnitOfWorkFactory
 from agentcore.domain.errors import Conflict
+from agentcore.domain.filter_grammar import parse_filter
 from agentcore.domain.models import Layer, Memory, ScopeIds, ScopeLevel, new_id
 from agentcore.services.ports import VectorFilter
 from tests.conftest import migrate
@@ -256,6 +257,27 @@ async def test_metadata_and_tags_are_searchable(
     assert await found(index, "What did Dave open in May 2023?") == [plain.id, dated.id]
     assert (await found(index, "hobby"))[0] == dated.id
     assert await found(index, "What did Dave open in May 2023?", ids=[dated.id]) == [dated.id]
+
+
+async def test_a_where_is_decided_by_the_rows(
+    uows: SqlUnitOfWorkFactory, index: SqlLexicalIndex
+) -> None:
+    lesson, recital, repair = turns("Cello lesson.", "Cello recital.", "Cello repair.")
+    lesson = replace(lesson, metadata={"kind": "lesson", "n": 1}, tags=["music"])
+    recital = replace(recital, metadata={"kind": "recital", "n": 2})
+    repair = replace(repair, metadata={"kind": "repair", "n": 3}, stage_id="st1")
+    await add_all(uows, [lesson, recital, repair])
+    everything = {lesson.id, recital.id, repair.id}
+    assert set(await found(index, "cello")) == everything  # SQLite: held in memory
+
+    later = parse_filter({"n": {"gte": 2}})
+    assert set(await found(index, "cello", where=later)) == {recital.id, repair.id}
+    either = {"OR": [{"tags": "music"}, {"stage_id": "st1"}], "NOT": [{"kind": "repair"}]}
+    assert await found(index, "cello", where=parse_filter(either)) == [lesson.id]
+    flt = VectorFilter(["user:alice"], where=parse_filter({"kind": {"icontains": "RE"}}))
+    looked_up = await index.lookup("cello", flt, [lesson.id, recital.id, repair.id])
+    assert {m.id for m in looked_up.memories} == {recital.id, repair.id}
+    assert set(looked_up.coverage) == {recital.id, repair.id}
 
 
 def test_query_terms_drop_stop_words_and_punctuation() -> None:

@@ -20,6 +20,8 @@ from agentcore.adapters.db.migrate import upgrade
 from agentcore.adapters.db.repositories import sqlite_memories
 from agentcore.adapters.db.uow import SqlUnitOfWorkFactory, ping
 from agentcore.domain.errors import Conflict, MemoryNotFound
+from agentcore.domain.filter_grammar import parse_filter
+from agentcore.domain.filters import metadata_equals, tags_filter
 from agentcore.domain.models import (
     EventKind,
     Layer,
@@ -257,11 +259,11 @@ async def test_each_filter_narrows_the_page_and_the_total(uows: SqlUnitOfWorkFac
         ),
         (ListQuery(scope_keys=["agent:a1"]), {other_scope.id}),
         (ListQuery(scope_keys=both, layer=Layer.EPISODIC), {episodic.id}),
-        (ListQuery(scope_keys=both, stage_id="st1"), {episodic.id}),
-        (ListQuery(scope_keys=both, tags_any=["red"]), {base.id, older.id}),
-        (ListQuery(scope_keys=both, tags_any=["it's", "blue"]), {base.id, older.id}),
-        (ListQuery(scope_keys=both, tags_any=["reddish", "none"]), {episodic.id}),
-        (ListQuery(scope_keys=both, tags_any=["re"]), set()),
+        (ListQuery(scope_keys=both, where=parse_filter({"stage_id": "st1"})), {episodic.id}),
+        (ListQuery(scope_keys=both, where=tags_filter(["red"])), {base.id, older.id}),
+        (ListQuery(scope_keys=both, where=tags_filter(["it's", "blue"])), {base.id, older.id}),
+        (ListQuery(scope_keys=both, where=tags_filter(["reddish", "none"])), {episodic.id}),
+        (ListQuery(scope_keys=both, where=tags_filter(["re"])), set()),
         (ListQuery(scope_keys=both, since=T0 - timedelta(days=2), until=T0), {older.id}),
         (
             ListQuery(scope_keys=both, since=T0),
@@ -525,7 +527,7 @@ async def test_metadata_filter_matches_value_and_type(uows: SqlUnitOfWorkFactory
     async def ids(**metadata: str | int | bool) -> set[str]:
         async with uows(read_only=True) as uow:
             found, total = await uow.memories.page(
-                ListQuery(scope_keys=["user:u1"], metadata=metadata, limit=10)
+                ListQuery(scope_keys=["user:u1"], where=metadata_equals(metadata), limit=10)
             )
         assert total == len(found)
         return {m.id for m in found}

@@ -23,7 +23,11 @@ from agentcore.adapters.mem0 import Mem0VectorStore
 from agentcore.adapters.vectors.edge import EdgeVectorStore
 from agentcore.adapters.vectors.qdrant_server import QdrantServerVectorStore
 from agentcore.domain.errors import ConfigurationError, ProviderError
+from agentcore.domain.filter_grammar import parse_filter
 from agentcore.services.ports import VectorFilter, VectorPoint, VectorStore
+from agentcore.services.vector_sync import to_point
+from tests.filter_oracle import satisfies
+from tests.filter_strategies import RECORDS, memory_of
 
 DIM = 4
 EMBEDDER = "test-embedder"
@@ -101,6 +105,10 @@ QUERY = vec(1, 0, 0, 0)
 IN_SCOPE = VectorFilter(scope_keys=["user:u1"])
 
 
+def where(raw: dict[str, Any]) -> VectorFilter:
+    return VectorFilter(["user:u1"], where=parse_filter(raw))
+
+
 async def ids(store: VectorStore, flt: VectorFilter, limit: int = 10) -> list[str]:
     return [hit.id for hit in await store.search(QUERY, flt, limit)]
 
@@ -148,7 +156,7 @@ async def test_filter_by_stage(backend: Backend) -> None:
     staged, unstaged = point(QUERY, stage_id="stage-1"), point(QUERY)
     await backend.store.upsert([staged, unstaged, point(QUERY, stage_id="stage-2")])
 
-    assert await ids(backend.store, VectorFilter(["user:u1"], stage_id="stage-1")) == [staged.id]
+    assert await ids(backend.store, where({"stage_id": "stage-1"})) == [staged.id]
     assert len(await ids(backend.store, IN_SCOPE)) == 3
 
 
@@ -169,22 +177,16 @@ async def test_filter_by_any_tag(backend: Backend) -> None:
     red, blue = point(QUERY, tags=["red", "x"]), point(QUERY, tags=["blue"])
     await backend.store.upsert([red, blue, point(QUERY)])
 
-    flt = VectorFilter(["user:u1"], tags_any=["red", "blue"])
+    flt = where({"tags": {"any": ["red", "blue"]}})
     assert set(await ids(backend.store, flt)) == {red.id, blue.id}
-    assert await ids(backend.store, VectorFilter(["user:u1"], tags_any=["x"])) == [red.id]
+    assert await ids(backend.store, where({"tags": "x"})) == [red.id]
 
 
 async def test_filter_by_all_tags(backend: Backend) -> None:
     both, red = point(QUERY, tags=["red", "x"]), point(QUERY, tags=["red"])
     await backend.store.upsert([both, red, point(QUERY, tags=["x"])])
-    flt = VectorFilter(["user:u1"], tags_all=["red", "x"])
-    found = await ids(backend.store, flt)
-    if isinstance(
-        backend.store, Mem0VectorStore
-    ):  # one condition per field: the first tag; the rest is checked
-        assert set(found) >= {both.id}  # on the memories read (candidates)
-    else:
-        assert found == [both.id]
+    found = await ids(backend.store, where({"tags": {"all": ["red", "x"]}}))
+    assert found == [both.id]
 
 
 async def test_filter_by_metadata_equality(backend: Backend) -> None:
@@ -192,10 +194,9 @@ async def test_filter_by_metadata_equality(backend: Backend) -> None:
     other = point(QUERY, metadata={"source": "chat", "turn": 4, "pinned": True})
     await backend.store.upsert([match, other, point(QUERY)])
 
-    flt = VectorFilter(["user:u1"], metadata={"source": "chat", "turn": 3})
+    flt = where({"source": "chat", "turn": 3})
     assert await ids(backend.store, flt) == [match.id]
-    flt = VectorFilter(["user:u1"], metadata={"pinned": True})
-    assert set(await ids(backend.store, flt)) == {match.id, other.id}
+    assert set(await ids(backend.store, where({"pinned": True}))) == {match.id, other.id}
 
 
 async def test_expired_points_excluded_with_alive_at(backend: Backend) -> None:
@@ -234,7 +235,7 @@ async def test_upsert_is_idempotent_and_updates_payload(backend: Backend) -> Non
     assert await backend.store.count(IN_SCOPE) == 1
     assert await ids(backend.store, VectorFilter(["user:u1"], layers=["episodic"])) == []
     assert await ids(backend.store, VectorFilter(["user:u1"], layers=["semantic"])) == [original.id]
-    assert await ids(backend.store, VectorFilter(["user:u1"], tags_any=["a"])) == []
+    assert await ids(backend.store, where({"tags": "a"})) == []
 
 
 async def test_delete_and_count(backend: Backend) -> None:
@@ -309,7 +310,7 @@ async def test_edge_persists_across_close_and_reopen(tmp_path: Path) -> None:
     await reopened.ensure_collection(DIM, EMBEDDER)
     try:
         assert (await reopened.search(QUERY, IN_SCOPE, 1))[0].id == kept.id
-        assert await ids(reopened, VectorFilter(["user:u1"], tags_any=["t"])) == [kept.id]
+        assert await ids(reopened, where({"tags": "t"})) == [kept.id]
         assert await reopened.count(IN_SCOPE) == 2
     finally:
         await reopened.close()
@@ -383,3 +384,67 @@ async def test_edge_in_its_own_process_restarts_after_the_process_dies(tmp_path:
     finally:
         await store.close()
     assert not child.is_alive()
+
+
+# Filters on the memory's fields (``VectorFilter.where``): each engine must keep every point
+# whose memory satisfies the filter (the database decides on the rows read), and decide the
+# memory's own fields in its payload exactly; mem0's syntax cannot say "empty" (stage_id
+# present or not, tags present), so those it only over-approximates.
+EXACT, EXACT_BUT_MEM0, WIDER = "exact", "exact but mem0", "wider"
+WHERE_CASES: list[tuple[dict[str, Any], str]] = [
+    ({"layer": "semantic"}, EXACT),
+    ({"layer": {"nin": ["semantic", "procedural"]}}, EXACT),
+    ({"stage_id": "s1"}, EXACT),
+    ({"stage_id": {"ne": "s1"}}, EXACT_BUT_MEM0),
+    ({"stage_id": "*"}, EXACT_BUT_MEM0),
+    ({"tags": {"all": ["red", "blue"]}}, EXACT),
+    ({"tags": {"none": ["red", "blue"]}}, EXACT),
+    ({"tags": {"in": ["green", "blue"]}}, EXACT),
+    ({"tags": "*"}, EXACT_BUT_MEM0),
+    ({"critical": True}, EXACT),
+    ({"user_id": "u1", "session_id": "sess-1"}, EXACT),
+    ({"session_id": {"ne": "sess-1"}}, EXACT_BUT_MEM0),
+    ({"run_id": "*"}, EXACT_BUT_MEM0),
+    ({"critical": {"ne": True}}, EXACT),
+    ({"created_at": {"gte": RECORDS[10]["created_at"], "lt": RECORDS[20]["created_at"]}}, EXACT),
+    ({"created_at": RECORDS[7]["created_at"]}, EXACT),
+    ({"NOT": [{"layer": "episodic"}, {"tags": "red"}]}, EXACT),
+    ({"OR": [{"critical": True}, {"tags": {"all": ["red", "green"]}}]}, EXACT),
+    ({"NOT": [{"OR": [{"stage_id": "s2"}, {"critical": False}]}]}, EXACT),
+    ({"city": "Berlin"}, WIDER),
+    ({"n": 3}, WIDER),
+    ({"n": {"gt": 2, "lte": 4.5}}, WIDER),
+    ({"flag": True}, WIDER),
+    ({"flag": {"in": [True, 1]}}, WIDER),
+    ({"city": {"in": ["Paris", "Munich"]}, "layer": "episodic"}, WIDER),
+    ({"NOT": [{"city": "Berlin"}]}, WIDER),  # not pushed down: metadata is only a superset
+    ({"OR": [{"city": "Paris"}, {"importance": {"gt": 0.5}}]}, WIDER),
+    ({"importance": {"gte": 0.5}, "tags": "red"}, WIDER),
+    ({"profile.age": 22}, WIDER),  # nested values are not in the payload
+    ({"city": {"icontains": "ber"}, "stage_id": "s2"}, WIDER),
+]
+
+
+@pytest.mark.parametrize(("raw", "kind"), WHERE_CASES)
+async def test_where_keeps_every_match(backend: Backend, raw: dict[str, Any], kind: str) -> None:
+    memories = [memory_of(record) for record in RECORDS]
+    await backend.store.upsert(
+        [to_point(m, vec(1, 0.01 * n, 0, 0)) for n, m in enumerate(memories)]
+    )
+    tree = parse_filter(raw)
+    expected = {m.id for m in memories if satisfies(m, tree)}
+
+    found = set(await ids(backend.store, VectorFilter(["user:u1"], where=tree), limit=100))
+
+    assert expected <= found
+    if kind == EXACT or (kind == EXACT_BUT_MEM0 and not isinstance(backend.store, Mem0VectorStore)):
+        assert found == expected
+
+
+async def test_top_level_metadata_values_narrow_the_search(backend: Backend) -> None:
+    memories = [memory_of(record) for record in RECORDS]
+    await backend.store.upsert([to_point(m, QUERY) for m in memories])
+    for raw in ({"city": "Berlin"}, {"city": {"in": ["Paris", "berlin"]}, "n": {"lt": 3}}):
+        tree = parse_filter(raw)
+        found = set(await ids(backend.store, VectorFilter(["user:u1"], where=tree), limit=100))
+        assert found == {m.id for m in memories if satisfies(m, tree)}

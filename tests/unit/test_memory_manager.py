@@ -14,6 +14,7 @@ from agentcore.domain.errors import (
     MissingIdentifier,
     QueryTooLong,
 )
+from agentcore.domain.filters import metadata_equals
 from agentcore.domain.models import EventKind, Layer, ScopeIds, StageType, new_id
 from agentcore.domain.records import MemoryChanges, NewMemory
 from agentcore.domain.scoring import content_cues
@@ -187,7 +188,7 @@ async def test_search_filters(services: Services) -> None:
     await m.add(NewMemory("deploy notes", ALICE, tags=("dev",), metadata={"env": "test"}))
     by_tag = await m.search(SearchQuery("deploy", ALICE, tags=["ops"]))
     assert [r.memory.tags for r in by_tag.results] == [["ops"]]
-    by_meta = await m.search(SearchQuery("deploy", ALICE, metadata={"env": "test"}))
+    by_meta = await m.search(SearchQuery("deploy", ALICE, where=metadata_equals({"env": "test"})))
     assert [r.memory.metadata["env"] for r in by_meta.results] == ["test"]
     none = await m.search(SearchQuery("deploy", ALICE, layers=["semantic"]))
     assert none.results == []

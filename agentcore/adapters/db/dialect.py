@@ -6,7 +6,7 @@ import functools
 from collections.abc import Iterator, Sequence
 from typing import Any, TypeVar
 
-from sqlalchemy import ColumnElement, Table, and_, exists, func, literal, select, type_coerce
+from sqlalchemy import ColumnElement, Table, exists, func, literal, select, type_coerce
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.types import Text
@@ -87,32 +87,6 @@ def json_array_contains_all(
         element = func.json_each(column).table_valued("value")
         held = select(func.count(func.distinct(element.c.value))).where(element.c.value.in_(wanted))
         return held.scalar_subquery() == len(wanted)
-    raise _unsupported(dialect)
-
-
-def json_object_matches(
-    dialect: str, column: ColumnElement[Any], values: dict[str, str | int | bool]
-) -> ColumnElement[bool]:
-    """True where the JSON object in ``column`` has each key with exactly that value (and type)."""
-    if dialect == "postgresql":
-        contains: ColumnElement[bool] = type_coerce(column, JSONB).contains(values)
-        return contains
-    if dialect == "sqlite":
-        conditions = []
-        for key, value in values.items():
-            path = '$."' + key.replace('"', "") + '"'
-            kind = "true" if value is True else "false" if value is False else None
-            if kind is None:
-                kind = "text" if isinstance(value, str) else "integer"
-                conditions.append(
-                    and_(
-                        func.json_type(column, path) == kind,
-                        func.json_extract(column, path) == value,
-                    )
-                )
-            else:
-                conditions.append(func.json_type(column, path) == kind)
-        return and_(*conditions)
     raise _unsupported(dialect)
 
 

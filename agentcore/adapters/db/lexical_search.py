@@ -2,11 +2,12 @@
 over the caller's scopes, and the query-term coverage of candidate documents.
 
 SQLite: the scopes searched are held in memory and scored there (``lexical_memory``); a scope
-that is loading, or too large to hold, or a search filtered by stage, tags or metadata, goes to
-FTS5, which ranks with its own bm25() (document frequencies over the whole table). The FTS5
-statement of the usual filter shapes is built once and reused with new parameters, and each
-call's statements run whole on a worker thread (``ThreadedReader``). PostgreSQL: the query
-computes BM25 from the postings, with frequencies over the caller's scopes (``lexical_pg``).
+that is loading, or too large to hold, or a search filtered on the memory's fields (``where``:
+stage, tags, metadata, times...), goes to FTS5, which ranks with its own bm25() (document
+frequencies over the whole table). The FTS5 statement of the usual filter shapes is built once
+and reused with new parameters, and each call's statements run whole on a worker thread
+(``ThreadedReader``). PostgreSQL: the query computes BM25 from the postings, with frequencies
+over the caller's scopes (``lexical_pg``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any, cast
 from sqlalchemy import (
     ColumnElement,
     Integer,
+    Select,
     String,
     Table,
     bindparam,
@@ -33,12 +35,9 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.sql.elements import ColumnClause
 
-from agentcore.adapters.db.dialect import (
-    json_array_contains_all,
-    json_array_contains_any,
-    json_object_matches,
-)
+from agentcore.adapters.db.dialect import chunks
 from agentcore.adapters.db.engine import READ_ONLY, ThreadedReader
+from agentcore.adapters.db.filter_sql import filter_sql
 from agentcore.adapters.db.lexical import (
     BODY,
     FTS_DOCS,
@@ -71,6 +70,7 @@ _MEMORIES = cast(Table, MemoryRow.__table__)
 FINDING_SHARE = 0.1
 FINDING_FLOOR = 500
 _PG_PREFETCH = 4  # Postgres: candidates scored per result wanted, before the row filters
+_PG_PREFETCH_FILTERED = 16  # the same with a filter on the memory's fields (``where``)
 
 
 class SqlLexicalIndex:
@@ -109,9 +109,8 @@ class SqlLexicalIndex:
         else:
             stmt = self._fts_statement(flt)
             scopes = scopes_match(scope_token(key) for key in dict.fromkeys(flt.scope_keys))
-            # The in-memory index applies every filter but stage, tags and metadata.
-            filtered = flt.stage_id is not None or flt.tags_any or flt.tags_all or flt.metadata
-            lexicon = None if filtered else self._lexicon
+            # The in-memory index applies every filter but ``where`` (FTS5 joins the rows).
+            lexicon = None if flt.where is not None else self._lexicon
 
             def read(conn: Connection) -> list[Any]:
                 if lexicon is not None:
@@ -131,7 +130,8 @@ class SqlLexicalIndex:
         """The stored memories among ``memory_ids`` and the idf-weighted share of the query's
         terms (distinct stems) each one's document holds, in (0, 1], frequencies over
         ``flt``'s scopes; memories holding none are left out. SQLite also gives each one's
-        BM25 (``lexical_coverage.sqlite_matches``); PostgreSQL does not."""
+        BM25 (``lexical_coverage.sqlite_matches``); PostgreSQL does not. With ``flt.where``,
+        only the memories that satisfy it are read (the database tests it)."""
         terms = query_terms(query)
         keys = list(dict.fromkeys(flt.scope_keys))
         covered = bool(terms and keys)
@@ -142,18 +142,21 @@ class SqlLexicalIndex:
                 memories = [
                     memory_from_row(row)
                     for stmt in select_by_ids(memory_ids)
-                    for row in (await conn.execute(stmt)).mappings()
+                    for row in (await conn.execute(_where(stmt, flt, "postgresql"))).mappings()
                 ]
                 found = {}
                 if covered:
                     weights = await self._pg_stats.weights(conn, terms, keys)
-                    found = await pg_coverage(conn, weights, memory_ids)
+                    found = await pg_coverage(conn, weights, [m.id for m in memories])
             return Lookup(memories, found)
         tokens = [scope_token(key) for key in keys]
         lexicon = self._lexicon
 
         def read(conn: Connection) -> Lookup:
-            memories = sqlite_memories(conn, memory_ids)
+            wanted = memory_ids
+            if flt.where is not None:
+                wanted = [row[0] for stmt in _matching(wanted, flt) for row in conn.execute(stmt)]
+            memories = sqlite_memories(conn, wanted)
             if not covered:
                 return Lookup(memories, {}, {})
             ids = [memory.id for memory in memories]
@@ -209,10 +212,12 @@ class SqlLexicalIndex:
         limit: int,
         filters: list[ColumnElement[bool]],
     ) -> Any:
-        """The best ``limit`` × ``_PG_PREFETCH`` of the scopes by BM25, then the filters on
-        the memory rows: a short list to join, whatever the planner knows of the tables."""
+        """The best ``limit`` × ``_PG_PREFETCH`` (``_PG_PREFETCH_FILTERED`` with a ``where``)
+        of the scopes by BM25, then the filters on the memory rows: a short list to join,
+        whatever the planner knows of the tables."""
+        prefetch = _PG_PREFETCH if flt.where is None else _PG_PREFETCH_FILTERED
         bm25 = (
-            bm25_statement(weights, flt.scope_keys, limit * _PG_PREFETCH)
+            bm25_statement(weights, flt.scope_keys, limit * prefetch)
             .cte("bm25")
             # Computed once, then joined to the memories: never re-planned per memory row.
             .prefix_with("MATERIALIZED")
@@ -231,21 +236,15 @@ class SqlLexicalIndex:
 
 def _filters(dialect: str, flt: VectorFilter) -> list[ColumnElement[bool]]:
     """``flt`` as conditions on the memories table: the database rows decide, not the index.
-    Scopes, layers, stage and expiry are parameters (``_filter_params``)."""
+    Scopes, layers and expiry are parameters (``_filter_params``)."""
     m = _MEMORIES.c
     conditions: list[ColumnElement[bool]] = [
         m.scope_key.in_(bindparam("scope_keys", expanding=True, type_=String()))
     ]
     if flt.layers:
         conditions.append(m.layer.in_(bindparam("layers", expanding=True, type_=String())))
-    if flt.stage_id is not None:
-        conditions.append(m.stage_id == bindparam("stage_id", type_=String()))
-    if flt.tags_any:
-        conditions.append(json_array_contains_any(dialect, m.tags, flt.tags_any))
-    if flt.tags_all:
-        conditions.append(json_array_contains_all(dialect, m.tags, flt.tags_all))
-    if flt.metadata:
-        conditions.append(json_object_matches(dialect, m.metadata, flt.metadata))
+    if flt.where is not None:
+        conditions.append(filter_sql(dialect, _MEMORIES, flt.where))
     if flt.alive_at is not None:
         alive = bindparam("alive", type_=UTCDateTime())
         conditions.append(or_(m.expires_at.is_(None), m.expires_at > alive))
@@ -259,8 +258,6 @@ def _filter_params(flt: VectorFilter) -> dict[str, Any]:
     params: dict[str, Any] = {"scope_keys": list(dict.fromkeys(flt.scope_keys))}
     if flt.layers:
         params["layers"] = list(flt.layers)
-    if flt.stage_id is not None:
-        params["stage_id"] = flt.stage_id
     if flt.alive_at is not None:
         params["alive"] = datetime.fromtimestamp(flt.alive_at, UTC)
     if flt.ids is not None:
@@ -270,10 +267,23 @@ def _filter_params(flt: VectorFilter) -> dict[str, Any]:
 
 def _shape(flt: VectorFilter) -> tuple[bool, bool] | None:
     """What decides the statement of a search with ``flt``: whether it filters by layer and by
-    expiry; None for a rarer shape (stage, tags, metadata or ids: built for the search)."""
-    if flt.stage_id is not None or flt.tags_any or flt.tags_all or flt.metadata or flt.ids:
+    expiry; None for a rarer shape (a ``where`` or ids: built for the search)."""
+    if flt.where is not None or flt.ids:
         return None
     return bool(flt.layers), flt.alive_at is not None
+
+
+def _where(stmt: Select[Any], flt: VectorFilter, dialect: str) -> Select[Any]:
+    """``stmt`` (a select of memory rows) kept to the rows that satisfy ``flt.where``."""
+    return stmt if flt.where is None else stmt.where(filter_sql(dialect, _MEMORIES, flt.where))
+
+
+def _matching(memory_ids: Sequence[str], flt: VectorFilter) -> list[Select[Any]]:
+    """SQLite: the statements that read which of ``memory_ids`` satisfy ``flt.where``."""
+    return [
+        _where(select(_MEMORIES.c.id).where(_MEMORIES.c.id.in_(part)), flt, "sqlite")
+        for part in chunks(list(dict.fromkeys(memory_ids)))
+    ]
 
 
 def _any_of(terms: Sequence[str]) -> str:

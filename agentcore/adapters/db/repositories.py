@@ -32,15 +32,9 @@ from sqlalchemy.engine import Connection, CursorResult
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from agentcore.adapters.db.dialect import (
-    chunks,
-    insert_ignoring_conflicts_of,
-    json_array_contains_all,
-    json_array_contains_any,
-    json_object_matches,
-    upsert,
-)
+from agentcore.adapters.db.dialect import chunks, insert_ignoring_conflicts_of, upsert
 from agentcore.adapters.db.engine import driver_rows
+from agentcore.adapters.db.filter_sql import filter_sql
 from agentcore.adapters.db.lexical import LexicalWriter
 from agentcore.adapters.db.tables import (
     MemoryHistoryRow,
@@ -50,6 +44,7 @@ from agentcore.adapters.db.tables import (
 )
 from agentcore.adapters.db.types import UTCDateTime, sqlite_datetime
 from agentcore.domain.errors import Conflict, MemoryNotFound
+from agentcore.domain.filters import Filter
 from agentcore.domain.models import EventKind, Layer, Memory, MemoryEvent, ScopeIds, ScopeLevel
 from agentcore.services.ports import Access, ListQuery, OutboxEntry
 
@@ -177,9 +172,13 @@ class SqlMemoryRepository:
         row = rows.one_or_none()
         return None if row is None else memory_from_row(row)
 
-    async def get_many(self, memory_ids: Sequence[str]) -> list[Memory]:
+    async def get_many(
+        self, memory_ids: Sequence[str], where: Filter | None = None
+    ) -> list[Memory]:
         found: list[Memory] = []
         for stmt in select_by_ids(memory_ids):
+            if where is not None:
+                stmt = stmt.where(filter_sql(self._dialect, _TABLE, where))
             rows = await self._session.execute(stmt)
             found.extend(memory_from_row(row) for row in rows.mappings())
         return found
@@ -302,11 +301,17 @@ class SqlMemoryRepository:
                 found[source] = memory
         return found
 
-    async def current_in_slot(self, scope_keys: Sequence[str], slot: str) -> list[Memory]:
+    async def current_in_slot(
+        self, scope_keys: Sequence[str], slot: str, at: datetime | None = None
+    ) -> list[Memory]:
+        current: list[ColumnElement[bool]] = [_TABLE.c.superseded_by.is_(None)]
+        if at is not None:
+            current = [
+                _TABLE.c.created_at <= at,
+                or_(_TABLE.c.valid_to.is_(None), _TABLE.c.valid_to > at),
+            ]
         stmt = _select().where(
-            _TABLE.c.scope_key.in_(list(scope_keys)),
-            _TABLE.c.fact_slot == slot,
-            _TABLE.c.superseded_by.is_(None),
+            _TABLE.c.scope_key.in_(list(scope_keys)), _TABLE.c.fact_slot == slot, *current
         )
         return [memory_from_row(row) for row in (await self._session.execute(stmt)).mappings()]
 
@@ -374,12 +379,8 @@ class SqlMemoryRepository:
         ]
         if query.layer is not None:
             conditions.append(MemoryRow.layer == query.layer.value)
-        if query.stage_id is not None:
-            conditions.append(MemoryRow.stage_id == query.stage_id)
-        if query.tags_any:
-            conditions.append(json_array_contains_any(self._dialect, _TABLE.c.tags, query.tags_any))
-        if query.tags_all:
-            conditions.append(json_array_contains_all(self._dialect, _TABLE.c.tags, query.tags_all))
+        if query.where is not None:
+            conditions.append(filter_sql(self._dialect, _TABLE, query.where))
         if query.since is not None:
             conditions.append(MemoryRow.created_at >= query.since)
         if query.until is not None:
@@ -388,8 +389,6 @@ class SqlMemoryRepository:
             conditions.append(
                 or_(MemoryRow.expires_at.is_(None), MemoryRow.expires_at > query.alive_at)
             )
-        if query.metadata:
-            conditions.append(json_object_matches(self._dialect, _TABLE.c.metadata, query.metadata))
         if query.keyed_only:
             conditions.append(MemoryRow.key.is_not(None))
         return conditions

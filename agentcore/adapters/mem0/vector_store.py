@@ -33,6 +33,7 @@ from agentcore.adapters.vectors.payload import (
     point_payload,
     vector_list,
 )
+from agentcore.adapters.vectors.payload_filter import payload_filter
 from agentcore.adapters.vectors.qdrant_server import DEFAULT_COLLECTION, qdrant_filter
 from agentcore.domain.errors import ConfigurationError, ProviderError
 from agentcore.services.ports import VectorFilter, VectorHit, VectorPoint
@@ -50,7 +51,8 @@ _INDEXES: dict[str, models.PayloadSchemaType] = {
 
 
 def mem0_filters(flt: VectorFilter) -> dict[str, Any]:
-    """``VectorFilter`` in mem0's filter syntax (keys joined by AND).
+    """``VectorFilter`` in mem0's filter syntax (keys joined by AND; of ``where``, what the
+    payload can say in it: ``payload_filter``, without emptiness, which mem0 cannot say).
 
     Values always use an operator (``eq``/``in``/``gt``): a bare value of ``"*"`` means "any"
     to mem0 and a bare list means "in", so a stored ``"*"`` would otherwise match everything.
@@ -58,17 +60,52 @@ def mem0_filters(flt: VectorFilter) -> dict[str, Any]:
     filters: dict[str, Any] = {"scope_key": {"in": list(flt.scope_keys)}}
     if flt.layers:
         filters["layer"] = {"in": list(flt.layers)}
-    if flt.stage_id is not None:
-        filters["stage_id"] = {"eq": flt.stage_id}
-    if flt.tags_any:
-        filters["tags"] = {"in": list(flt.tags_any)}
-    elif flt.tags_all:  # one key per field in mem0's syntax: the first tag here, the rest are
-        filters["tags"] = {"in": list(flt.tags_all)[:1]}  # checked on the memories read
-    for key, value in (flt.metadata or {}).items():
-        filters[f"metadata.{key}"] = {"eq": value}
+    if flt.where is not None:
+        where = payload_filter(flt.where, MEM0_CONDITIONS)
+        if where is not None:
+            filters["AND"] = [where]
     if flt.alive_at is not None:
         filters["expires_at"] = {"gt": float(flt.alive_at)}
     return filters
+
+
+class Mem0Conditions:
+    """Payload conditions in mem0's filter syntax (``payload_filter.PayloadConditions``)."""
+
+    def keyword(self, key: str, values: Sequence[str]) -> dict[str, Any]:
+        if len(values) == 1:
+            return {key: {"eq": values[0]}}
+        return {key: {"in": list(values)}}
+
+    def flag(self, key: str, value: bool) -> dict[str, Any]:
+        return {key: {"eq": value}}
+
+    def range(
+        self,
+        key: str,
+        *,
+        gt: float | None = None,
+        gte: float | None = None,
+        lt: float | None = None,
+        lte: float | None = None,
+    ) -> dict[str, Any]:
+        bounds = {"gt": gt, "gte": gte, "lt": lt, "lte": lte}
+        return {key: {op: bound for op, bound in bounds.items() if bound is not None}}
+
+    def empty(self, key: str) -> dict[str, Any] | None:
+        return None  # mem0's "*" matches everything; it has no "is empty"
+
+    def all(self, parts: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"AND": list(parts)}
+
+    def any(self, parts: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"OR": list(parts)}
+
+    def none(self, parts: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"NOT": list(parts)}
+
+
+MEM0_CONDITIONS = Mem0Conditions()
 
 
 @contextmanager

@@ -27,6 +27,7 @@ from agentcore.adapters.vectors.payload import (
     point_payload,
     vector_list,
 )
+from agentcore.adapters.vectors.payload_filter import payload_filter
 from agentcore.domain.errors import ConfigurationError, ProviderError
 from agentcore.services.ports import VectorFilter, VectorHit, VectorPoint
 
@@ -42,31 +43,60 @@ _INDEXES: dict[str, models.PayloadSchemaType] = {
 
 
 def qdrant_filter(flt: VectorFilter) -> models.Filter:
-    """``VectorFilter`` as a qdrant-client filter (all conditions must hold)."""
+    """``VectorFilter`` as a qdrant-client filter (all conditions must hold; of ``where``,
+    what the payload can say: ``payload_filter``)."""
     must: list[models.Condition] = [
         models.FieldCondition(key="scope_key", match=models.MatchAny(any=list(flt.scope_keys)))
     ]
     if flt.layers:
         must.append(models.FieldCondition(key="layer", match=models.MatchAny(any=list(flt.layers))))
-    if flt.stage_id is not None:
-        must.append(
-            models.FieldCondition(key="stage_id", match=models.MatchValue(value=flt.stage_id))
-        )
-    for tag in flt.tags_all or ():  # one condition per tag: all must hold
-        must.append(models.FieldCondition(key="tags", match=models.MatchValue(value=tag)))
-    if flt.tags_any:
-        must.append(
-            models.FieldCondition(key="tags", match=models.MatchAny(any=list(flt.tags_any)))
-        )
-    for key, value in (flt.metadata or {}).items():
-        must.append(
-            models.FieldCondition(key=f"metadata.{key}", match=models.MatchValue(value=value))
-        )
+    if flt.where is not None:
+        where = payload_filter(flt.where, QDRANT_CONDITIONS)
+        if where is not None:
+            must.append(where)
     if flt.alive_at is not None:
         must.append(models.FieldCondition(key="expires_at", range=models.Range(gt=flt.alive_at)))
     if flt.ids is not None:
         must.append(models.HasIdCondition(has_id=list(flt.ids)))
     return models.Filter(must=must)
+
+
+class QdrantConditions:
+    """Payload conditions in qdrant-client's models (``payload_filter.PayloadConditions``)."""
+
+    def keyword(self, key: str, values: Sequence[str]) -> models.Condition:
+        if len(values) == 1:
+            return models.FieldCondition(key=key, match=models.MatchValue(value=values[0]))
+        return models.FieldCondition(key=key, match=models.MatchAny(any=list(values)))
+
+    def flag(self, key: str, value: bool) -> models.Condition:
+        return models.FieldCondition(key=key, match=models.MatchValue(value=value))
+
+    def range(
+        self,
+        key: str,
+        *,
+        gt: float | None = None,
+        gte: float | None = None,
+        lt: float | None = None,
+        lte: float | None = None,
+    ) -> models.Condition:
+        return models.FieldCondition(key=key, range=models.Range(gt=gt, gte=gte, lt=lt, lte=lte))
+
+    def empty(self, key: str) -> models.Condition:
+        return models.IsEmptyCondition(is_empty=models.PayloadField(key=key))
+
+    def all(self, parts: list[models.Condition]) -> models.Condition:
+        return models.Filter(must=list(parts))
+
+    def any(self, parts: list[models.Condition]) -> models.Condition:
+        return models.Filter(should=list(parts))
+
+    def none(self, parts: list[models.Condition]) -> models.Condition:
+        return models.Filter(must_not=list(parts))
+
+
+QDRANT_CONDITIONS = QdrantConditions()
 
 
 @contextmanager

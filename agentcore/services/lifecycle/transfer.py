@@ -23,6 +23,7 @@ from typing import Any
 
 from agentcore.domain.clock import Clock
 from agentcore.domain.errors import Forbidden, InvalidParams
+from agentcore.domain.filters import Filter
 from agentcore.domain.models import Memory, ScopeIds, ScopeLevel
 from agentcore.domain.records import NewMemory
 from agentcore.domain.scopes import owning_level
@@ -80,15 +81,18 @@ class TransferService:
         *,
         scope_level: str | None = None,
         layers: Sequence[str] | None = None,
+        where: Filter | None = None,
         after: tuple[datetime, str] | None = None,
         limit: int = MAX_PAGE,
     ) -> Page:
-        """One page of the scope's memories, oldest first (records: ``to_record``)."""
+        """One page of the scope's memories that satisfy ``where``, oldest first (records:
+        ``to_record``)."""
         level = owning_level(scope, scope_level)
         page = await self._memory.list_page(
             ListRequest(
                 scope=scope,
                 scope_level=level.value,
+                where=where,
                 after=after,
                 limit=min(limit, MAX_PAGE),
                 order_desc=False,
