@@ -13,13 +13,20 @@ about cosine 0.92 to the turn's own vector), normalized: memories cluster around
 they would in a real store, and the store's recorded embedder is the real one, so the server
 that opens it afterwards embeds its queries with the real model.
 
+During the load the embedded vector store builds its HNSW index in the background each time
+``VECTOR_INDEX_THRESHOLD`` (20,000) points are outside one; once loaded, the store is opened
+alone until no build is due (the last build's time is reported), so that the server measures
+the steady state: HNSW segments plus fewer unindexed points than the threshold.
+
 Then ``agentcore serve`` opens the directory: start-up until /readyz answers 200, RSS after
 start, the first search (which starts loading the scope's lexical index into memory, embedded),
 the searches made while it loads (FTS5 answers them) and how long it takes, --queries LoCoMo
 questions with ``memory.search`` (limit 10) scoped to the user, then the same with a tag filter
 (one tag: a tenth of the scope), single ``memory.add`` calls while the scope is large, RSS after
 the searches (the server's; the embedded vector engine's process beside it), and the data
-directory's size on disk.
+directory's size on disk. Last, with the server stopped, the shard is opened in this process
+and --queries questions, embedded by the real model, are searched in the engine with the
+service's search parameters and exactly: latency and recall@10, by scope and by scope + tag.
 
     .venv/bin/python benchmarks/scale.py [--memories 100000] [--mode embedded|production]
         [--vectors synthetic|real] [--queries 300]
@@ -28,6 +35,7 @@ directory's size on disk.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import platform
@@ -42,6 +50,7 @@ from typing import Any
 
 import httpx
 import numpy as np
+import qdrant_edge as qe
 import uvloop
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -52,9 +61,11 @@ from service_latency import corpus, percentiles
 from serving import embedded_env, free_port, serve
 
 from agentcore.adapters.embedders.local_minilm import LocalMiniLMEmbedder
+from agentcore.adapters.vectors.edge import EdgeVectorStore
+from agentcore.adapters.vectors.edge_shard import SEARCH_PARAMS
 from agentcore.bootstrap import build_container
 from agentcore.config import Settings
-from agentcore.domain.models import ScopeIds
+from agentcore.domain.models import ScopeIds, ScopeLevel, scope_key
 from agentcore.domain.records import NewMemory
 from agentcore.services.ports import Vectors
 
@@ -162,6 +173,70 @@ def disk_mib(path: str) -> float:
     return round(int(out.stdout.split()[0]) / 1024, 1)
 
 
+async def finish_index(data_dir: str, dimension: int, model: str) -> dict[str, Any]:
+    """Open the loaded store alone until no index build is due; what the last build took."""
+    store = EdgeVectorStore(Path(data_dir, "qdrant"), own_process=True)
+    await store.ensure_collection(dimension, model)
+    started = time.monotonic()
+    try:
+        await asyncio.sleep(1.5)  # an idle store looks for a build to start every second
+        status = await store.index_status()
+        while status["state"] != "idle":
+            await asyncio.sleep(0.5)
+            status = await store.index_status()
+    finally:
+        await store.close()
+    return {
+        "directory": status["directory"],
+        "points": status["points"],
+        "unindexed": status["unindexed"],
+        "last_build_seconds": status["last_build_seconds"],
+        "waited_seconds": round(time.monotonic() - started, 1),
+        "failures": status["failures"],
+    }
+
+
+async def embed_questions(questions: list[str], count: int) -> list[list[float]]:
+    model = LocalMiniLMEmbedder(threads=os.cpu_count() or 1)
+    rng = random.Random(5)
+    queries = [(await model.embed_query(rng.choice(questions))).tolist() for _ in range(count)]
+    await model.close()
+    return queries
+
+
+def vector_recall(data_dir: str, queries: list[list[float]]) -> dict[str, Any]:
+    """The engine's searches of the loaded shard with the service's parameters against its
+    exact search: latency and recall@10, by scope and by scope + tag."""
+    meta = json.loads(Path(data_dir, "qdrant", "collection.json").read_text())
+    shard = qe.EdgeShard.load(str(Path(data_dir, "qdrant", meta.get("shard", "shard"))))
+    key = scope_key(ScopeLevel.USER, USER)
+    report: dict[str, Any] = {}
+    for tagged in (False, True):
+        timings, recalls = [], []
+        for i, query in enumerate(queries):
+            must: list[qe.ConditionType] = [
+                qe.FieldCondition("scope_key", match=qe.MatchAny([key])),
+                qe.FieldCondition("expires_at", range=qe.RangeFloat(gt=time.time())),
+            ]
+            if tagged:
+                must.append(qe.FieldCondition("tags", match=qe.MatchAny([f"t{i % TAGS}"])))
+            request = {"limit": 10, "query": qe.Query.Nearest(query), "filter": qe.Filter(must)}
+            started = time.perf_counter()
+            found = shard.query(qe.QueryRequest(**request, params=SEARCH_PARAMS))
+            timings.append((time.perf_counter() - started) * 1000)
+            exact = shard.query(qe.QueryRequest(**request, params=qe.SearchParams(exact=True)))
+            hits = {hit.id for hit in exact}
+            recalls.append(len({hit.id for hit in found} & hits) / max(1, len(hits)))
+        report["scope_and_tag" if tagged else "scope"] = {
+            **percentiles(timings, []),
+            "recall_at_10": round(float(np.mean(recalls)), 3),
+        }
+    info = shard.info()
+    report["points"], report["indexed"] = info.points_count, info.indexed_vectors_count
+    shard.close()
+    return report
+
+
 async def measure(port: int, turns: list[str], questions: list[str], args: Any) -> dict[str, Any]:
     conn = RpcConnection("127.0.0.1", port)
     rng = random.Random(9)
@@ -245,6 +320,12 @@ def main() -> None:
             else:
                 report["load"] = uvloop.run(load(settings, turns, args.memories, args.vectors))
                 loaded.write_text(json.dumps(report["load"]))
+            if args.mode == "embedded":
+                real = LocalMiniLMEmbedder(threads=1)
+                report["index"] = uvloop.run(
+                    finish_index(data_dir, real.dimension, real.model_name)
+                )
+                uvloop.run(real.close())
             report["disk_mib"] = disk_mib(data_dir)
             port = free_port()
             started = time.monotonic()
@@ -266,6 +347,9 @@ def main() -> None:
             finally:
                 server.terminate()
                 server.wait(timeout=60)
+            if args.mode == "embedded":
+                queries = uvloop.run(embed_questions(questions, args.queries))
+                report["engine"] = vector_recall(data_dir, queries)
         finally:
             if database is not None:
                 import psycopg
