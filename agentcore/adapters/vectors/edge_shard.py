@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 import qdrant_edge as qe
 
+from agentcore.adapters.vectors.edge_conditions import EDGE_CONDITIONS
 from agentcore.adapters.vectors.edge_index import DEFAULT_THRESHOLD, SHARD_NAME, IndexBuilds
 from agentcore.adapters.vectors.payload import (
     BOOL_FIELDS,
@@ -36,6 +37,7 @@ from agentcore.adapters.vectors.payload import (
     point_payload,
     vector_list,
 )
+from agentcore.adapters.vectors.payload_filter import payload_filter
 from agentcore.domain.errors import ConfigurationError
 from agentcore.services.ports import VectorFilter, VectorPoint
 
@@ -82,33 +84,22 @@ def _links(index: qe.PayloadIndexInfo) -> bool:
 
 
 def edge_filter(flt: VectorFilter) -> qe.Filter:
-    """``VectorFilter`` as a qdrant-edge filter (all conditions must hold)."""
+    """``VectorFilter`` as a qdrant-edge filter (all conditions must hold; of ``where``, what
+    the payload can say: ``payload_filter``)."""
     must: list[qe.ConditionType] = [
         qe.FieldCondition("scope_key", match=qe.MatchAny(list(flt.scope_keys)))
     ]
     if flt.layers:
         must.append(qe.FieldCondition("layer", match=qe.MatchAny(list(flt.layers))))
-    if flt.stage_id is not None:
-        must.append(qe.FieldCondition("stage_id", match=qe.MatchValue(flt.stage_id)))
-    if flt.tags_any:
-        must.append(qe.FieldCondition("tags", match=qe.MatchAny(list(flt.tags_any))))
-    for tag in flt.tags_all or ():  # one condition per tag: all must hold
-        must.append(qe.FieldCondition("tags", match=qe.MatchAny([tag])))
-    for key, value in (flt.metadata or {}).items():
-        must.append(qe.FieldCondition(f"metadata.{key}", match=_match_value(value)))
+    if flt.where is not None:
+        where = payload_filter(flt.where, EDGE_CONDITIONS)
+        if where is not None:
+            must.append(where)
     if flt.alive_at is not None:
         must.append(qe.FieldCondition("expires_at", range=qe.RangeFloat(gt=flt.alive_at)))
     if flt.ids is not None:
         must.append(qe.HasIdCondition(set(flt.ids)))
     return qe.Filter(must=must)
-
-
-def _match_value(value: str | int | bool) -> qe.MatchValue:
-    if isinstance(value, bool):
-        # The binding turns a Python bool into the integer 1/0 (bool subclasses int), which
-        # never matches a boolean payload; numpy.bool_ reaches the engine as a real bool.
-        return qe.MatchValue(np.bool_(value))  # type: ignore[arg-type]  # stub omits np.bool_
-    return qe.MatchValue(value)
 
 
 class ShardStore:
