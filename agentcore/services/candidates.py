@@ -42,6 +42,7 @@ from agentcore.services.ports import (
     Vectors,
     VectorStore,
 )
+from agentcore.services.vector_payload import decided
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,10 +208,10 @@ class CandidateGenerator:
         its relevance in [0, 1] (at least ``threshold`` when one is given). ``dense_only``
         makes the relevance the clipped cosine alone (e.g. to find paraphrases)."""
         pool = max(self._fusion.pool, limit)
-        # A ``where`` is tested by the database on the rows read; the vector store tests only
-        # what its payload holds (a superset), so it is asked for more and its best ``pool``
-        # that the rows confirm are kept.
-        wide = pool * _WIDEN if flt.where is not None else pool
+        # A ``where`` is tested by the database on the rows read; when the vector store's
+        # payload does not decide all of it (``vector_payload``: it returns a superset), the
+        # store is asked for more and its best ``pool`` that the rows confirm are kept.
+        wide = pool if flt.where is None or decided(flt.where) else pool * _WIDEN
         lexical_side = self._no_hits() if dense_only else self._lexical_hits(query, flt, pool)
         (vector, dense), lexical = await asyncio.gather(
             self._dense(query, flt, wide, exact=dense_only), lexical_side

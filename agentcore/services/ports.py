@@ -70,9 +70,9 @@ class VectorFilter:
     """Conditions joined by AND; ``None`` or empty means no condition on that field, except
     ``scope_keys``: empty matches nothing (isolation fails closed).
 
-    ``where`` tests the memory's fields (``agentcore.domain.filters``): a vector store
-    evaluates what its payload holds (``adapters.vectors.payload_filter``: a superset of the
-    matches), the database all of it; the rows read decide.
+    ``where`` tests the memory's fields (``agentcore.domain.filters``): a vector store never
+    leaves out a match, and returns exactly the matches when its payload decides ``where``
+    (``services.vector_payload``); the database evaluates all of it, and the rows read decide.
     ``alive_at`` keeps points whose ``expires_at`` is later than it (epoch seconds).
     ``ids`` keeps only those memories (e.g. to score known candidates against a query).
     """

@@ -25,6 +25,7 @@ from agentcore.adapters.vectors.qdrant_server import QdrantServerVectorStore
 from agentcore.domain.errors import ConfigurationError, ProviderError
 from agentcore.domain.filter_grammar import parse_filter
 from agentcore.services.ports import VectorFilter, VectorPoint, VectorStore
+from agentcore.services.vector_payload import decided
 from agentcore.services.vector_sync import to_point
 from tests.filter_oracle import satisfies
 from tests.filter_strategies import RECORDS, memory_of
@@ -387,37 +388,40 @@ async def test_edge_in_its_own_process_restarts_after_the_process_dies(tmp_path:
 
 
 # Filters on the memory's fields (``VectorFilter.where``): each engine must keep every point
-# whose memory satisfies the filter (the database decides on the rows read), and decide the
-# memory's own fields in its payload exactly; mem0's syntax cannot say "empty" (stage_id
-# present or not, tags present), so those it only over-approximates.
-EXACT, EXACT_BUT_MEM0, WIDER = "exact", "exact but mem0", "wider"
+# whose memory satisfies the filter (the database decides on the rows read), and return
+# exactly those when the payload decides the filter (``services.vector_payload.decided``: the
+# memory's own fields, string equality on top-level metadata; mem0's adapter asks its Qdrant
+# client for what mem0's syntax cannot say).
+EXACT, WIDER = "exact", "wider"
 WHERE_CASES: list[tuple[dict[str, Any], str]] = [
     ({"layer": "semantic"}, EXACT),
     ({"layer": {"nin": ["semantic", "procedural"]}}, EXACT),
     ({"stage_id": "s1"}, EXACT),
-    ({"stage_id": {"ne": "s1"}}, EXACT_BUT_MEM0),
-    ({"stage_id": "*"}, EXACT_BUT_MEM0),
+    ({"stage_id": {"ne": "s1"}}, EXACT),
+    ({"stage_id": "*"}, EXACT),
     ({"tags": {"all": ["red", "blue"]}}, EXACT),
     ({"tags": {"none": ["red", "blue"]}}, EXACT),
     ({"tags": {"in": ["green", "blue"]}}, EXACT),
-    ({"tags": "*"}, EXACT_BUT_MEM0),
+    ({"tags": "*"}, EXACT),
     ({"critical": True}, EXACT),
     ({"user_id": "u1", "session_id": "sess-1"}, EXACT),
-    ({"session_id": {"ne": "sess-1"}}, EXACT_BUT_MEM0),
-    ({"run_id": "*"}, EXACT_BUT_MEM0),
+    ({"session_id": {"ne": "sess-1"}}, EXACT),
+    ({"run_id": "*"}, EXACT),
     ({"critical": {"ne": True}}, EXACT),
     ({"created_at": {"gte": RECORDS[10]["created_at"], "lt": RECORDS[20]["created_at"]}}, EXACT),
     ({"created_at": RECORDS[7]["created_at"]}, EXACT),
     ({"NOT": [{"layer": "episodic"}, {"tags": "red"}]}, EXACT),
     ({"OR": [{"critical": True}, {"tags": {"all": ["red", "green"]}}]}, EXACT),
     ({"NOT": [{"OR": [{"stage_id": "s2"}, {"critical": False}]}]}, EXACT),
-    ({"city": "Berlin"}, WIDER),
+    ({"city": "Berlin"}, EXACT),
+    ({"city": {"in": ["Paris", "BERLIN wall"]}, "NOT": [{"tags": "red"}]}, EXACT),
     ({"n": 3}, WIDER),
     ({"n": {"gt": 2, "lte": 4.5}}, WIDER),
     ({"flag": True}, WIDER),
     ({"flag": {"in": [True, 1]}}, WIDER),
-    ({"city": {"in": ["Paris", "Munich"]}, "layer": "episodic"}, WIDER),
-    ({"NOT": [{"city": "Berlin"}]}, WIDER),  # not pushed down: metadata is only a superset
+    ({"city": {"in": ["Paris", "Munich"]}, "layer": "episodic"}, EXACT),
+    ({"NOT": [{"city": "Berlin"}]}, EXACT),  # a string is matched exactly
+    ({"NOT": [{"n": 3}]}, WIDER),  # not pushed down: a number is only matched as a superset
     ({"OR": [{"city": "Paris"}, {"importance": {"gt": 0.5}}]}, WIDER),
     ({"importance": {"gte": 0.5}, "tags": "red"}, WIDER),
     ({"profile.age": 22}, WIDER),  # nested values are not in the payload
@@ -437,7 +441,8 @@ async def test_where_keeps_every_match(backend: Backend, raw: dict[str, Any], ki
     found = set(await ids(backend.store, VectorFilter(["user:u1"], where=tree), limit=100))
 
     assert expected <= found
-    if kind == EXACT or (kind == EXACT_BUT_MEM0 and not isinstance(backend.store, Mem0VectorStore)):
+    assert decided(tree) == (kind == EXACT)
+    if kind == EXACT:
         assert found == expected
 
 

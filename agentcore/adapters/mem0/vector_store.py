@@ -50,9 +50,10 @@ _INDEXES: dict[str, models.PayloadSchemaType] = {
 }
 
 
-def mem0_filters(flt: VectorFilter) -> dict[str, Any]:
+def mem0_filters(flt: VectorFilter) -> dict[str, Any] | None:
     """``VectorFilter`` in mem0's filter syntax (keys joined by AND; of ``where``, what the
-    payload can say in it: ``payload_filter``, without emptiness, which mem0 cannot say).
+    payload can say: ``payload_filter``); None when that needs what mem0's syntax cannot say
+    (a field is empty or not), for the search to ask mem0's Qdrant client itself.
 
     Values always use an operator (``eq``/``in``/``gt``): a bare value of ``"*"`` means "any"
     to mem0 and a bare list means "in", so a stored ``"*"`` would otherwise match everything.
@@ -61,7 +62,10 @@ def mem0_filters(flt: VectorFilter) -> dict[str, Any]:
     if flt.layers:
         filters["layer"] = {"in": list(flt.layers)}
     if flt.where is not None:
-        where = payload_filter(flt.where, MEM0_CONDITIONS)
+        engine = Mem0Conditions()
+        where = payload_filter(flt.where, engine)
+        if engine.unsaid:
+            return None
         if where is not None:
             filters["AND"] = [where]
     if flt.alive_at is not None:
@@ -70,7 +74,11 @@ def mem0_filters(flt: VectorFilter) -> dict[str, Any]:
 
 
 class Mem0Conditions:
-    """Payload conditions in mem0's filter syntax (``payload_filter.PayloadConditions``)."""
+    """Payload conditions in mem0's filter syntax (``payload_filter.PayloadConditions``);
+    ``unsaid`` once asked for one it cannot say."""
+
+    def __init__(self) -> None:
+        self.unsaid = False
 
     def keyword(self, key: str, values: Sequence[str]) -> dict[str, Any]:
         if len(values) == 1:
@@ -93,7 +101,8 @@ class Mem0Conditions:
         return {key: {op: bound for op, bound in bounds.items() if bound is not None}}
 
     def empty(self, key: str) -> dict[str, Any] | None:
-        return None  # mem0's "*" matches everything; it has no "is empty"
+        self.unsaid = True  # mem0's "*" matches everything; it has no "is empty"
+        return None
 
     def all(self, parts: list[dict[str, Any]]) -> dict[str, Any]:
         return {"AND": list(parts)}
@@ -103,9 +112,6 @@ class Mem0Conditions:
 
     def none(self, parts: list[dict[str, Any]]) -> dict[str, Any]:
         return {"NOT": list(parts)}
-
-
-MEM0_CONDITIONS = Mem0Conditions()
 
 
 @contextmanager
@@ -206,11 +212,12 @@ class Mem0VectorStore:
         if limit <= 0 or not flt.scope_keys:
             return []
         query = vector_list(vector, self._require_dimension())
-        if flt.ids is not None:  # mem0's filters have no point ids: ask its Qdrant client
+        filters = None if flt.ids is not None else mem0_filters(flt)
+        if filters is None:  # mem0's filters cannot say it (point ids, emptiness): its client
             search = partial(self._search_points, query, flt, limit)
         else:  # mem0's search takes ``top_k`` (it has no ``limit``) and ``filters``.
             search = partial(
-                self._layer.search, query="", vectors=query, top_k=limit, filters=mem0_filters(flt)
+                self._layer.search, query="", vectors=query, top_k=limit, filters=filters
             )
         with _provider_errors("search"):
             points = await self._run(search)

@@ -13,13 +13,13 @@ Two translations keep that sound through ``OR`` and ``NOT``: ``_wider`` (a super
 matches; a part it cannot say is dropped from an ALL, and makes an ANY say nothing) and
 ``_narrower`` (a subset, used under NOT; a part it cannot say exactly makes an ALL say
 nothing and is dropped from an ANY). A condition is *exact* when the payload decides it as the
-database does: the memory's own fields are; metadata values are only a superset (a local
-Qdrant compares ``True == 1`` in Python), so they are never used under NOT.
+database does (``services.vector_payload.decided``: the memory's own fields, string equality
+on top-level metadata) and the engine can say it; other metadata conditions are only a
+superset (qdrant-client's local mode compares ``True == 1`` in Python), never used under NOT.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol, TypeVar
@@ -27,7 +27,6 @@ from typing import Protocol, TypeVar
 from agentcore.domain.filters import (
     OPTIONAL_FIELDS,
     RANGES,
-    SCOPE_ID_FIELDS,
     All,
     AnyOf,
     Condition,
@@ -35,19 +34,9 @@ from agentcore.domain.filters import (
     Filter,
     Op,
 )
+from agentcore.services.vector_payload import decided, payload_key
 
 C = TypeVar("C")
-
-# Metadata keys a payload path names as they are (no quoting in any engine's key syntax).
-_PLAIN_KEY = re.compile(r"^[A-Za-z0-9_]+$")
-_PAYLOAD_KEYS = {
-    Field.LAYER: "layer",
-    Field.STAGE_ID: "stage_id",
-    Field.TAGS: "tags",
-    Field.CRITICAL: "critical",
-    Field.CREATED_AT: "created_at",
-    **{field: field.value for field in SCOPE_ID_FIELDS},
-}
 
 
 class PayloadConditions(Protocol[C]):
@@ -138,15 +127,22 @@ class _Join(Protocol[C]):
 
 def _condition(c: Condition, engine: PayloadConditions[C]) -> tuple[C, bool] | None:
     """The payload condition of ``c`` and whether it is exact; None when it has none."""
+    found = _said(c, engine)
+    if found is None:
+        return None
+    condition, said_whole = found
+    return condition, said_whole and decided(c)
+
+
+def _said(c: Condition, engine: PayloadConditions[C]) -> tuple[C, bool] | None:
+    """The payload condition of ``c``, and False when the engine could not say all of it."""
     values = c.value if isinstance(c.value, tuple) else (c.value,)
-    if c.field is Field.METADATA:
-        if len(c.path) != 1 or not _PLAIN_KEY.match(c.path[0]):
-            return None  # nested values are not in the payload
-        found = _values(f"metadata.{c.path[0]}", c.op, values, engine)
-        return None if found is None else (found, False)
-    key = _PAYLOAD_KEYS.get(c.field)
+    key = payload_key(c)
     if key is None:
-        return None  # importance, updated_at: not in the payload
+        return None  # importance, updated_at, nested metadata: not in the payload
+    if c.field is Field.METADATA:
+        found = _values(key, c.op, values, engine)
+        return None if found is None else (found, True)
     if c.field is Field.TAGS:
         return _tags(c.op, [str(v) for v in values], engine)
     if c.op is Op.PRESENT:
