@@ -15,6 +15,7 @@ metadata key that has an own field's name. A bad filter raises ``InvalidParams``
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -42,6 +43,7 @@ MAX_STRING = 1_000  # characters of a value, a key or a dotted path
 _MAX_ERRORS = 20
 _MIN_INT, _MAX_INT = -(2**63), 2**63 - 1  # what SQLite binds
 _METADATA_PREFIX = "metadata."
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _LISTS = frozenset({Op.IN, Op.NIN, Op.ALL, Op.ANY, Op.NONE})
 _COMPARABLE = frozenset({Op.EQ, Op.NE, *RANGES, Op.IN, Op.NIN, Op.PRESENT})
 _OPS: dict[Field, frozenset[Op]] = {
@@ -168,6 +170,12 @@ class _Parser:
         return Condition(field, op, value, path)
 
 
+def _unencodable(text: str) -> bool:
+    """NUL (SQL text ends there) or a lone surrogate (not UTF-8: no store can take it; the
+    JSON-RPC edge refuses these already)."""
+    return "\x00" in text or _SURROGATE.search(text) is not None
+
+
 def _field_of(key: str) -> tuple[Field, tuple[str, ...]]:
     if len(key) > MAX_STRING:
         raise _Invalid(f"a field name of at most {MAX_STRING} characters")
@@ -177,9 +185,10 @@ def _field_of(key: str) -> tuple[Field, tuple[str, ...]]:
     path = tuple(dotted.split("."))
     if any(not part for part in path):
         raise _Invalid("a metadata key path with an empty key (two dots, or one at an end)")
-    if any('"' in part or "\x00" in part for part in path):
+    if any('"' in part or _unencodable(part) for part in path):
         raise _Invalid(
-            "a metadata key with a double quote or a NUL character cannot be filtered on"
+            "a metadata key with a double quote, a NUL character or a lone surrogate cannot "
+            "be filtered on"
         )
     return Field.METADATA, path
 
@@ -219,8 +228,8 @@ def _scalar(field: Field, op: Op, raw: object) -> Scalar | datetime:
     """One value of a condition, checked against the field's type."""
     if isinstance(raw, str) and len(raw) > MAX_STRING:
         raise _Invalid(f"a string of at most {MAX_STRING} characters")
-    if isinstance(raw, str) and "\x00" in raw:
-        raise _Invalid("a string without NUL characters")
+    if isinstance(raw, str) and _unencodable(raw):
+        raise _Invalid("a string without NUL characters or lone surrogates")
     if field is Field.METADATA:
         return _metadata_value(op, raw)
     if field in _TEXT_FIELDS:

@@ -173,6 +173,8 @@ def errors_of(raw: Any) -> list[dict[str, str]]:
         ({"a": "x" * 1001}, "filter.a", "1000 characters"),
         ({"a": "x\x00y"}, "filter.a", "NUL"),
         ({"a\x00": 1}, "filter.a\x00", "NUL"),
+        ({"a": "x\ud800"}, "filter.a", "lone surrogate"),
+        ({"a\udfff": 1}, "filter.a\udfff", "lone surrogate"),
         ({"a": 2**63}, "filter.a", "64 bits"),
         ({"a": {"gt": float("nan")}}, "filter.a.gt", "finite"),
         ({"a": {"in": list(range(101))}}, "filter.a.in", "at most 100"),
