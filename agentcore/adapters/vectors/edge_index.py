@@ -243,11 +243,11 @@ class IndexBuilds:
             Journal(self._dir / f"{name}.journal"),
             live.info().indexed_vectors_count,
         )
+        self._build = build  # from here on, ``abort`` removes what the build made
         live.flush()
         build.copier = threading.Thread(
             target=self._copy, args=(build, self._dir / live_name), name="qdrant-edge-copy"
         )
-        self._build = build
         build.copier.start()
         logger.info("building the HNSW index of %s in %s", self._dir / live_name, build.path)
 
