@@ -252,7 +252,9 @@ async def measure(port: int, turns: list[str], questions: list[str], args: Any) 
     first = await timed("memory.search", {"query": asked[0], "limit": 10})
     loading: list[float] = []  # embedded: searches while the scope's lexical index loads
     started = time.monotonic()
-    while args.mode == "embedded":
+    # A scope over LEXICAL_MEMORY_DOCUMENTS is never held in memory (FTS5 answers for it).
+    in_memory = args.memories <= Settings().lexical_memory_documents
+    while args.mode == "embedded" and in_memory:
         health = (await conn.call("memory.health", {}))["result"]
         if health["lexical_documents_in_memory"] >= args.memories:
             break
