@@ -29,7 +29,8 @@ logger = logging.getLogger(__name__)
 # candidates weigh under 10 MB of vectors scores them exactly instead (the engine's default).
 HNSW = qe.HnswIndexConfig(m=16, ef_construct=100, full_scan_threshold=10_000)
 # int8 copies of the vectors, kept in memory: the graph is built and searched on them, and
-# the float vectors rescore the best candidates (edge_shard's search parameters).
+# the float vectors rescore the best candidates (edge_shard's search parameters), read from
+# their memory-mapped files (``Memory.Cold``: not read into memory when a shard is loaded).
 QUANTIZATION = qe.ScalarQuantizationConfig(qe.ScalarType.Int8, quantile=0.99, always_ram=True)
 # Index every segment found (the size of 1 KB): the caller decided a build was due.
 OPTIMIZERS = qe.EdgeOptimizersConfig(indexing_threshold=1)
@@ -42,6 +43,7 @@ def build(path: str, dimension: int) -> bool:
     config = edge_config(
         dimension,
         max_search_threads=None,
+        vectors_memory=qe.Memory.Cold,
         hnsw_config=HNSW,
         quantization_config=QUANTIZATION,
         optimizers=OPTIMIZERS,

@@ -61,10 +61,17 @@ SEARCH_PARAMS = qe.SearchParams(
 )
 
 
-def edge_config(dimension: int, max_search_threads: int | None, **tunables: Any) -> qe.EdgeConfig:
-    """The shard's configuration; ``tunables`` (HNSW, quantization, optimizers) are kept as
-    stored when left out."""
-    vectors = qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine)
+def edge_config(
+    dimension: int,
+    max_search_threads: int | None,
+    vectors_memory: qe.Memory | None = None,
+    **tunables: Any,
+) -> qe.EdgeConfig:
+    """The shard's configuration; ``vectors_memory`` and ``tunables`` (HNSW, quantization,
+    optimizers) are kept as stored when left out."""
+    vectors = qe.EdgeVectorParams(
+        size=dimension, distance=qe.Distance.Cosine, memory=vectors_memory
+    )
     return qe.EdgeConfig(vectors=vectors, max_search_threads=max_search_threads, **tunables)
 
 
