@@ -162,6 +162,7 @@ def build_vector_store(settings: Settings) -> VectorStore:
             settings.agentcore_data_dir / "qdrant",
             max_search_threads=settings.vector_search_threads,
             own_process=settings.vector_store_process,
+            index_threshold=settings.vector_index_threshold,
             log_level=settings.log_level,
         )
     from agentcore.adapters.vectors.qdrant_server import QdrantServerVectorStore
