@@ -1,24 +1,28 @@
-"""Speed and memory of the local MiniLM embedder (ad hoc; not a test).
+"""Speed and memory of the local embedders, side by side (ad hoc; not a test).
 
-    .venv/bin/python benchmarks/embedder_speed.py
+    .venv/bin/python benchmarks/embedder_speed.py [--model e5|minilm|all] [--fp32]
 
-Prints import and load time (load = reading and checking the weights, building the ONNX graph,
-opening the onnxruntime session, loading the tokenizer), resident memory after load and its peak,
-single-text latency p50/p95 through ``embed`` (the asyncio path, executor hop included), batch
-throughput, and the lowest cosine against sentence-transformers' vectors in the test fixture.
+Each model runs in a process of its own (so resident memory is its own), one after the other:
+import and load time (reading and checking the weights, building the ONNX graph, opening the
+onnxruntime session, the tokenizer), resident memory after load and its peak, query latency
+p50/p95 through ``embed_query`` (the path a search takes, executor hop included), stored-text
+throughput through ``embed`` on one thread (short sentences, and texts of 256+ tokens), and
+how its linear layers run. ``--fp32`` runs MiniLM's fp32 graph instead of int8.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
-
-FIXTURE = Path(__file__).parents[1] / "tests" / "fixtures" / "minilm_reference.json"
 
 QUERIES = [
     "what does the user prefer for notifications?",
@@ -43,52 +47,69 @@ def _short_sentences(count: int) -> list[str]:
     ]
 
 
-async def main() -> None:
+async def measure(model: str, fp32: bool) -> dict[str, Any]:
+    rss_start = _rss_mib()
     started = time.perf_counter()
-    from agentcore.adapters.embedders import LocalMiniLMEmbedder
+    from agentcore.adapters.embedders import LocalE5Embedder, LocalMiniLMEmbedder
 
     import_s = time.perf_counter() - started
     rss_before = _rss_mib()
     started = time.perf_counter()
-    embedder = LocalMiniLMEmbedder()
+    embedder = LocalE5Embedder() if model == "e5" else LocalMiniLMEmbedder(int8=not fp32)
     load_s = time.perf_counter() - started
-    rss = _rss_mib()
-    print(
-        f"import: {import_s * 1000:.0f} ms; load: {load_s * 1000:.0f} ms; "
-        f"RSS {rss:.0f} MiB (+{rss - rss_before:.0f} by loading, peak {_rss_mib('VmHWM'):.0f})"
-    )
-
-    reference = json.loads(FIXTURE.read_text("utf-8"))
-    vectors = await embedder.embed(reference["sentences"])
-    expected = np.asarray(reference["vectors"], dtype=np.float32)
-    cosines = np.sum(vectors * expected, axis=1, dtype=np.float64) / (
-        np.linalg.norm(vectors, axis=1) * np.linalg.norm(expected, axis=1)
-    )
-    print(f"min cosine vs sentence-transformers over the fixture: {cosines.min():.8f}")
-
+    result: dict[str, Any] = {
+        "model": embedder.model_name,
+        "precision": embedder.precision,
+        "import_ms": round(import_s * 1000),
+        "load_ms": round(load_s * 1000),
+        "rss_mib": round(_rss_mib()),
+        "rss_added_by_load_mib": round(_rss_mib() - rss_before),
+        "rss_before_import_mib": round(rss_start),
+    }
     for query in QUERIES * 5:  # warm-up
-        await embedder.embed([query])
+        await embedder.embed_query(query)
     latencies = []
-    for i in range(200):
+    for i in range(300):
         started = time.perf_counter()
-        await embedder.embed([QUERIES[i % len(QUERIES)]])
+        await embedder.embed_query(QUERIES[i % len(QUERIES)])
         latencies.append((time.perf_counter() - started) * 1000)
-    p50 = statistics.median(latencies)
-    p95 = float(np.percentile(latencies, 95))
-    print(f"single text, 200 calls: p50 {p50:.1f} ms, p95 {p95:.1f} ms")
-
+    result["query_p50_ms"] = round(statistics.median(latencies), 2)
+    result["query_p95_ms"] = round(float(np.percentile(latencies, 95)), 2)
     for name, texts in [
-        ("256 short sentences", _short_sentences(256)),
-        ("64 texts of 256+ tokens", [" ".join(_short_sentences(20))] * 64),
+        ("short_texts_per_s", _short_sentences(512)),
+        ("long_texts_per_s", [" ".join(_short_sentences(20))] * 64),
     ]:
         await embedder.embed(texts[:8])
         started = time.perf_counter()
         await embedder.embed(texts)
-        elapsed = time.perf_counter() - started
-        print(f"{name}: {elapsed:.2f} s, {len(texts) / elapsed:.0f} texts/s")
-    print(f"RSS at the end: {_rss_mib():.0f} MiB")
+        result[name] = round(len(texts) / (time.perf_counter() - started), 1)
+    result["rss_end_mib"] = round(_rss_mib())
+    result["rss_peak_mib"] = round(_rss_mib("VmHWM"))
     await embedder.close()
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", choices=["e5", "minilm", "all"], default="all")
+    parser.add_argument("--fp32", action="store_true", help="MiniLM's fp32 graph")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(asyncio.run(measure(args.model, args.fp32))))
+        return
+    models = ["minilm", "e5"] if args.model == "all" else [args.model]
+    for model in models:
+        command = [sys.executable, __file__, "--child", "--model", model]
+        output = subprocess.run(
+            command + (["--fp32"] if args.fp32 else []),
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        result = json.loads(output.strip().splitlines()[-1])
+        print(", ".join(f"{key} {value}" for key, value in result.items()))
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    main()

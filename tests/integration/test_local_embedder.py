@@ -22,16 +22,18 @@ import pytest
 from tokenizers import Tokenizer
 
 from agentcore.adapters.embedders import LocalMiniLMEmbedder
-from agentcore.adapters.embedders.local_minilm import packaged_files
-from agentcore.adapters.embedders.minilm_export import read_int8_export
-from agentcore.adapters.embedders.minilm_graph import (
+from agentcore.adapters.embedders.bert_graph import (
     INPUT_NAMES,
     OPSET,
     OUTPUT_NAME,
     WeightsError,
     build_model,
-    read_safetensors,
 )
+from agentcore.adapters.embedders.int8_kernel import choose_kernel
+from agentcore.adapters.embedders.local_minilm import packaged_files
+from agentcore.adapters.embedders.minilm_export import read_int8_export
+from agentcore.adapters.embedders.quantized_layers import Int8Kernel
+from agentcore.adapters.embedders.safetensors import read_safetensors
 from agentcore.domain.errors import ConfigurationError
 from agentcore.services.ports import Embedder
 
@@ -92,13 +94,35 @@ async def test_vectors_match_sentence_transformers(int8: bool) -> None:
     assert cosines.mean() >= MIN_MEAN_COSINE[int8]
 
 
-@pytest.mark.parametrize("int8", [True, False])
-def test_the_built_graph_passes_the_onnx_checker(int8: bool) -> None:
+@pytest.mark.parametrize("int8", ["u8s8", "u8u8", None])
+def test_the_built_graph_passes_the_onnx_checker(int8: Int8Kernel | None) -> None:
     model = build_model(read_int8_export(WEIGHTS_FILE.read_bytes()), int8=int8)
     onnx.checker.check_model(model, full_check=True)  # full_check adds strict shape inference
-    assert [(opset.domain, opset.version) for opset in model.opset_import] == [("", OPSET)]
+    opsets = {(opset.domain, opset.version) for opset in model.opset_import}
+    # The int8 product is onnxruntime's MatMulIntegerToFloat.
+    assert opsets == ({("", OPSET)} if int8 is None else {("", OPSET), ("com.microsoft", 1)})
     assert [value.name for value in model.graph.input] == list(INPUT_NAMES)
     assert [value.name for value in model.graph.output] == [OUTPUT_NAME]
+
+
+def test_both_int8_kernels_compute_the_same_vectors() -> None:
+    # u8u8 (exact on every CPU) and u8s8 (exact where the probe finds it so) multiply the same
+    # integers: the graphs differ in the weights' encoding only.
+    weights = read_int8_export(WEIGHTS_FILE.read_bytes())
+    texts = SENTENCES[:-1]  # the last is past 512 tokens, the positions' end
+    feed, _ = _feed(texts)
+    vectors = [
+        ort.InferenceSession(
+            build_model(weights, int8=kernel).SerializeToString(),
+            providers=["CPUExecutionProvider"],
+        ).run([OUTPUT_NAME], feed)[0]
+        for kernel in ("u8s8", "u8u8")
+    ]
+    if choose_kernel() == "u8s8":  # this CPU multiplies u8×s8 exactly (VNNI)
+        np.testing.assert_allclose(vectors[0], vectors[1], atol=1e-5)
+    else:  # AVX2 without VNNI: u8s8 saturates, and the embedder runs u8u8
+        expected = np.asarray(REFERENCE["vectors"][: len(texts)], dtype=np.float32)
+        assert _cosines(vectors[1], expected).min() >= MIN_COSINE[True]
 
 
 async def test_the_checked_graph_is_the_one_the_embedder_runs(
@@ -106,7 +130,7 @@ async def test_the_checked_graph_is_the_one_the_embedder_runs(
 ) -> None:
     # The embedder hands the weights to onnxruntime separately from the nodes; the
     # self-contained model checked above must compute the same vectors.
-    model = build_model(read_int8_export(WEIGHTS_FILE.read_bytes()), int8=True)
+    model = build_model(read_int8_export(WEIGHTS_FILE.read_bytes()), int8=choose_kernel())
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     texts = SENTENCES[:4]
     feed, _ = _feed(texts)
@@ -297,14 +321,13 @@ async def test_concurrent_queries_share_runs_and_get_their_own_vectors(
 ) -> None:
     alone = [await embedder.embed_query(text) for text in SENTENCES]
     runs = 0
-    original = embedder._embed_now
+    original = embedder._embed_queries
 
     def counted(texts: list[str]) -> npt.NDArray[np.float32]:
         nonlocal runs
         runs += 1
         return original(texts)
 
-    embedder._embed_now = counted  # type: ignore[method-assign]
     embedder._queries._embed = counted
     together = await asyncio.gather(*(embedder.embed_query(text) for text in SENTENCES))
     assert runs < len(SENTENCES)  # queries that waited together were embedded together

@@ -21,7 +21,7 @@ import numpy.typing as npt
 import onnx
 from onnx import NodeProto, numpy_helper
 
-from agentcore.adapters.embedders.minilm_graph import WeightsError
+from agentcore.adapters.embedders.bert_graph import WeightsError
 
 _PREFIX = "inner."  # the export wraps BertModel in a module whose attribute is ``inner``
 _QUANTIZED, _SCALE = "_q", "_scale"

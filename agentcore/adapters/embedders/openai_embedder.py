@@ -63,6 +63,14 @@ class OpenAIEmbedder:
     def dimension(self) -> int:
         return self._dimension
 
+    @property
+    def precision(self) -> str:
+        return "remote"
+
+    @property
+    def background_similarity(self) -> float:
+        return 0.0  # not measured: cosines are used as they come
+
     async def embed_query(self, text: str) -> Vectors:
         vectors: Vectors = (await self.embed([text]))[0]
         return vectors
