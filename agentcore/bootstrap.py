@@ -138,10 +138,14 @@ def build_embedder(settings: Settings) -> Embedder:
             base_url=settings.openai_base_url,
             model=settings.mem0_embedding_model,
         )
-    from agentcore.adapters.embedders.local_minilm import LocalMiniLMEmbedder
-
     threads = settings.embedder_threads or os.cpu_count() or 1
-    return LocalMiniLMEmbedder(int8=settings.embedder_int8, threads=threads)
+    if settings.embedder == "minilm":
+        from agentcore.adapters.embedders.local_minilm import LocalMiniLMEmbedder
+
+        return LocalMiniLMEmbedder(int8=settings.embedder_int8, threads=threads)
+    from agentcore.adapters.embedders.local_e5 import LocalE5Embedder
+
+    return LocalE5Embedder(threads=threads)
 
 
 def build_vector_store(settings: Settings) -> VectorStore:
@@ -287,6 +291,7 @@ async def _build(
         pending,
         lambda: memory.indexing_backlog,
         lambda: lexical.documents_in_memory,
+        f"{embedder_id(embedder)}, {embedder.precision}",
     )
     tokens = BpeTokenCounter()  # one tokenizer for working memory and compression
     episodic = EpisodicMemoryService(
@@ -583,11 +588,17 @@ async def _check_embedder(uow_factory: UnitOfWorkFactory, embedder: Embedder) ->
             await uow.commit()
             return
     if recorded != wanted:
+        setting = _EMBEDDER_SETTINGS.get(recorded.split("/")[0])
+        original = f"EMBEDDER={setting}" if setting else "the original embedder"
         raise ConfigurationError(
             f"this store was built with embedder {recorded} (model/dimension) but {wanted} is "
-            "configured; configure the original embedder, or stop the service and run "
+            f"configured; configure {original}, or stop the service and run "
             "`agentcore reembed` to move the store to the new one"
         )
+
+
+# The setting that names each local model, for the error above.
+_EMBEDDER_SETTINGS = {"multilingual-e5-small": "e5", "all-MiniLM-L6-v2": "minilm"}
 
 
 async def reembed_store(

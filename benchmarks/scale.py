@@ -93,6 +93,14 @@ class SyntheticEmbedder:
     def dimension(self) -> int:
         return self._dimension
 
+    @property
+    def precision(self) -> str:
+        return "the real model's vectors plus noise"
+
+    @property
+    def background_similarity(self) -> float:
+        return 0.0
+
     async def embed(self, texts: Sequence[str]) -> Vectors:
         rows = np.stack([self._base[text.rsplit(" (#", 1)[0]] for text in texts])
         rows = rows + self._rng.normal(0, NOISE, rows.shape).astype(np.float32)

@@ -48,6 +48,14 @@ class FakeEmbedder:
     def dimension(self) -> int:
         return self._dimension
 
+    @property
+    def precision(self) -> str:
+        return "hashed bag of words"
+
+    @property
+    def background_similarity(self) -> float:
+        return 0.0
+
     async def embed_query(self, text: str) -> Vectors:
         vectors: Vectors = (await self.embed([text]))[0]
         return vectors

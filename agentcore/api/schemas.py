@@ -187,6 +187,9 @@ class HealthResult(BaseModel):
     # LEXICAL_MEMORY_DOCUMENTS); a large scope is held once its loading, started by its first
     # search, is done.
     lexical_documents_in_memory: int
+    # The embedding model, its dimension and how it runs ("int8 (u8s8 kernel)": the integer
+    # kernel chosen for this CPU; "remote": an API).
+    embedder: str
 
     @classmethod
     def of(cls, report: HealthReport) -> HealthResult:
@@ -203,6 +206,7 @@ class HealthResult(BaseModel):
             pending_vector_writes=report.pending_vector_writes,
             indexing_backlog=report.indexing_backlog,
             lexical_documents_in_memory=report.lexical_documents_in_memory,
+            embedder=report.embedder,
         )
 
 

@@ -7,6 +7,11 @@ memory gets
 
     relevance = w · cosine⁺ + (1 − w) · coverage · bm25 / max bm25          (all in [0, 1])
 
+where cosine⁺ is the cosine rescaled from the embedder's background similarity (what two
+unrelated texts score under that model: about 0.73 for multilingual-e5-small, 0.04 for
+all-MiniLM-L6-v2) to 1 (``calibrated``), so that one blend weight, a caller's threshold and
+the score's similarity factor mean the same under every model.
+
 (normalized score blending: reciprocal rank fusion throws the score gaps away and, with a weak
 dense side, lets its poor ranks in). A lexical candidate the dense side did not return is
 scored by its own cosine (one more vector search, restricted to those ids). A dense candidate
@@ -28,6 +33,7 @@ a memory without a session is an episode of its own.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -94,6 +100,24 @@ class Fusion:
 
 
 _WIDEN = 4  # dense candidates fetched per one kept when the rows test a ``where``
+_WORD = re.compile(r"[^\W_]+")
+
+
+def calibrated(cosine: float, background: float) -> float:
+    """A cosine rescaled from the embedder's background similarity (0) to 1, clipped to
+    [0, 1]: what relevance, thresholds and the score take as similarity."""
+    if background <= 0.0:
+        return min(max(cosine, 0.0), 1.0)
+    return min(max((cosine - background) / (1.0 - background), 0.0), 1.0)
+
+
+def without_words(text: str, names: Sequence[str]) -> str:
+    """``text`` without the whole words (any case) that make up ``names``."""
+    words = {word for name in names for word in _WORD.findall(name.lower())}
+    if not words:
+        return text
+    pattern = r"\b(?:" + "|".join(re.escape(word) for word in sorted(words)) + r")\b"
+    return re.sub(pattern, " ", text, flags=re.IGNORECASE)
 
 
 def floor_of(hits: Sequence[VectorHit], requested: int) -> float:
@@ -203,16 +227,25 @@ class CandidateGenerator:
         now: datetime,
         *,
         dense_only: bool = False,
+        owners: Sequence[str] = (),
     ) -> list[tuple[Memory, float]]:
         """Up to ``limit`` live memories visible under ``flt``, most relevant first, each with
         its relevance in [0, 1] (at least ``threshold`` when one is given). ``dense_only``
-        makes the relevance the clipped cosine alone (e.g. to find paraphrases)."""
+        makes the relevance the clipped cosine alone (e.g. to find paraphrases).
+
+        ``owners``: the identifiers of the searched scopes ("alice" of ``user_id``). Every
+        memory of a scope is about its owner whether it names them or not ("I'm vegetarian",
+        stored for alice), so a query's words that name the owner ("what can alice not
+        eat?") are no lexical evidence and are left out of the lexical side."""
         pool = max(self._fusion.pool, limit)
+        query_words = without_words(query, owners)
         # A ``where`` is tested by the database on the rows read; when the vector store's
         # payload does not decide all of it (``vector_payload``: it returns a superset), the
         # store is asked for more and its best ``pool`` that the rows confirm are kept.
         wide = pool if flt.where is None or decided(flt.where) else pool * _WIDEN
-        lexical_side = self._no_hits() if dense_only else self._lexical_hits(query, flt, pool)
+        lexical_side = (
+            self._no_hits() if dense_only else self._lexical_hits(query_words, flt, pool)
+        )
         (vector, dense), lexical = await asyncio.gather(
             self._dense(query, flt, wide, exact=dense_only), lexical_side
         )
@@ -220,7 +253,7 @@ class CandidateGenerator:
         if not ids:
             return []
         found, exact = await asyncio.gather(
-            self._lookup(query if lexical else "", flt, ids),
+            self._lookup(query_words if lexical else "", flt, ids),
             self._cosines(vector, flt, dense, lexical),
         )
         keys = set(flt.scope_keys)
@@ -229,11 +262,15 @@ class CandidateGenerator:
             for m in found.memories
             if m.scope_key in keys and not m.is_expired(now) and m.compacted_into_id is None
         }
-        known = {hit.id: hit.score for hit in (*dense, *exact) if hit.id in live}
+        background = self._embedder.background_similarity
+        known = {
+            hit.id: calibrated(hit.score, background) for hit in (*dense, *exact) if hit.id in live
+        }
         dense_floor = floor_of(dense, wide)
         if wide > pool:
             dense = [hit for hit in dense if hit.id in live][:pool]
             dense_floor = floor_of(dense, pool) if len(dense) >= pool else dense_floor
+        dense_floor = calibrated(dense_floor, background) if dense_floor else 0.0
         wanted = {hit.id for hit in dense} | {hit.id for hit in lexical}
         cosine = {memory_id: score for memory_id, score in known.items() if memory_id in wanted}
         scores, lexical_floor = lexical_scores(lexical, found.bm25, pool)

@@ -31,6 +31,7 @@ class HealthReport:
     pending_vector_writes: int
     indexing_backlog: int  # memories this process has stored and not yet embedded
     lexical_documents_in_memory: int  # the lexical index's documents this process holds
+    embedder: str  # the model and how it runs: "multilingual-e5-small/384, int8 (u8s8 kernel)"
 
 
 class HealthService:
@@ -41,6 +42,7 @@ class HealthService:
         pending_vector_writes: Callable[[], Awaitable[int]],
         indexing_backlog: Callable[[], int] = lambda: 0,
         lexical_documents: Callable[[], int] = lambda: 0,
+        embedder: str = "",
         timeout: float = 2.0,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -49,6 +51,7 @@ class HealthService:
         self._pending = pending_vector_writes
         self._backlog = indexing_backlog
         self._lexical_documents = lexical_documents
+        self._embedder = embedder
         self._timeout = timeout
         self._monotonic = monotonic
         self._last: tuple[float, HealthReport] | None = None  # when checked, what was found
@@ -93,6 +96,7 @@ class HealthService:
             pending_vector_writes=pending,
             indexing_backlog=self._backlog(),
             lexical_documents_in_memory=self._lexical_documents(),
+            embedder=self._embedder,
         )
         self._last = (self._monotonic(), report)
         return report

@@ -35,14 +35,29 @@ class Embedder(Protocol):
     @property
     def dimension(self) -> int: ...
 
+    @property
+    def precision(self) -> str:
+        """How the model runs, for health ("int8 (u8s8 kernel)", "remote", …)."""
+        ...
+
+    @property
+    def background_similarity(self) -> float:
+        """The cosine two unrelated texts typically have under this model (0 when unknown).
+
+        Models differ widely (all-MiniLM-L6-v2 about 0.02, multilingual-e5-small about 0.7):
+        search rescales cosines from here to 1, so that relevance, thresholds and the score
+        mean the same under every model (``services.candidates.calibrated``)."""
+        ...
+
     async def embed(self, texts: Sequence[str]) -> Vectors:
         """One row per text, L2-normalized. Raises ``EmbeddingFailed`` on provider failure."""
         ...
 
     async def embed_query(self, text: str) -> Vectors:
-        """The 1-D vector to search with, in the same space as ``embed``'s (it may come from a
-        faster, slightly less exact path). The local embedder gives ``embed``'s vector, on a
-        thread of its own so that a search never waits behind stored texts."""
+        """The 1-D vector to search with, in the same space as ``embed``'s. A model trained with
+        prefixes reads the query with its query prefix (e5's "query: ") where ``embed`` uses
+        its passage prefix; the local embedders run queries on a thread of their own so that a
+        search never waits behind stored texts."""
         ...
 
     async def close(self) -> None: ...

@@ -167,7 +167,13 @@ class EnhancedRetrieval:
         )
         candidates, correction, answers = await asyncio.gather(
             self._candidates.generate(
-                q.query, flt, q.limit + _SLACK, q.threshold, now, dense_only=q.dense_only
+                q.query,
+                flt,
+                q.limit + _SLACK,
+                q.threshold,
+                now,
+                dense_only=q.dense_only,
+                owners=_owners(q.scope, keys),
             ),
             self._error_correction(q),
             self._current_answers(q, keys, layers),
@@ -394,3 +400,9 @@ def _flag_contradictions(results: list[ScoredMemory]) -> list[ScoredMemory]:
         for s in results
     ]
     return superseded_last(flagged, lambda s: s.memory.id, resolution.superseded_by)
+
+
+def _owners(scope: ScopeIds, keys: Sequence[str]) -> list[str]:
+    """The identifiers of the searched scopes (a key is ``level:identifier``)."""
+    searched = {key.split(":", 1)[0] for key in keys}
+    return [value for level, value in scope.present().items() if level.value in searched]

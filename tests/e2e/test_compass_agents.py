@@ -205,7 +205,7 @@ def test_ace_strategic_context_and_interventions(service: TestClient) -> None:
     )
     assert [s["name"] for s in drifting["signals"]] == ["falling_coherence"]
     assert drifting["recommended_action"]["action"] == "context_refresh"
-    assert first_critical(drifting) < first_critical(calm)
+    assert critical_lead(drifting) > critical_lead(calm)
 
     for n in range(3):
         result(
@@ -269,9 +269,12 @@ def test_ace_strategic_context_and_interventions(service: TestClient) -> None:
     assert again["recommended_action"]["action"] == "escalate"
 
 
-def first_critical(context: dict[str, Any]) -> int:
-    flags = [hit["memory"]["critical"] for hit in context["relevant_memories"]]
-    return flags.index(True) if True in flags else len(flags)
+def critical_lead(context: dict[str, Any]) -> float:
+    """How far the best critical memory's score is above the best other memory's."""
+    hits = context["relevant_memories"]
+    critical = [hit["score"] for hit in hits if hit["memory"]["critical"]]
+    other = [hit["score"] for hit in hits if not hit["memory"]["critical"]]
+    return max(critical, default=0.0) - max(other, default=0.0)
 
 
 def test_ace_refuses_bad_input_and_changes_nothing(service: TestClient) -> None:

@@ -254,6 +254,23 @@ def test_with_a_query_the_best_ranked_memories_lead(
     assert "secret" not in block["text"]  # another user's memory is never shown
 
 
+def test_budget_left_over_is_not_filled_with_unrelated_memories(
+    client: TestClient, world: dict[str, Any]
+) -> None:
+    block = context(client, max_tokens=2000, query="What is Leo's cat called?", user_id=USER)
+    shown = {i["id"] for i in block["included"] if i["section"] == "memories"}
+    cat = world["topics"][TOPICS.index("Leo adopted a grey cat called Pixel")]
+    assert cat in shown
+    unrelated = [
+        "The staging database is refreshed every Monday night",
+        "Finance closes the books on the fifth working day",
+        "The office printer on floor three jams with glossy paper",
+        "Support tickets about refunds go to the billing queue",
+    ]
+    assert not shown & {world["topics"][TOPICS.index(text)] for text in unrelated}
+    assert len(shown) < len(TOPICS) // 2
+
+
 def test_working_memory_shows_the_newest_items_oldest_first(
     client: TestClient, world: dict[str, Any]
 ) -> None:

@@ -27,7 +27,9 @@ def test_messages_are_stored_as_a_conversation_with_roles(client: TestClient) ->
     assert stored[2]["metadata"]["name"] == "Ana"
     assert "name" not in stored[0]["metadata"]
     found = result(client, "memory.search", query="What food can't she eat?", **scope)
-    assert found["results"][0]["memory"]["id"] == added["memory_ids"][0]
+    # Her own words and the assistant's reply both say it; the visit does not.
+    ranked = [hit["memory"]["id"] for hit in found["results"]]
+    assert set(ranked[:2]) == set(added["memory_ids"][:2])
 
 
 def test_messages_with_infer_extract_facts(client: TestClient) -> None:

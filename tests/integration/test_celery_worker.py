@@ -34,6 +34,9 @@ from tests.openai_chat_stub import API_KEY, FakeOpenAI, Reply, chat_server
 from tests.worker_process import celery_worker
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]
+# The worker builds its embedder from its settings: the one the containers built here with
+# LocalMiniLMEmbedder use.
+MINILM = {"EMBEDDER": "minilm"}
 
 
 async def _add_while_vectors_are_down(settings: Settings) -> str:
@@ -73,7 +76,7 @@ def test_worker_replays_owed_vector_writes(
 ) -> None:
     settings = Settings(agentcore_data_dir=tmp_path, database_url=postgres_url, redis_url=redis_url)
     stored_id = asyncio.run(_add_while_vectors_are_down(settings))
-    with celery_worker(tmp_path, postgres_url, redis_url):
+    with celery_worker(tmp_path, postgres_url, redis_url, **MINILM):
         status = asyncio.run(_replay_on_a_worker(settings))
         assert status.result == {"replayed": 1}
         # The heartbeat outlives the task's return, so the job never reads as lost while
@@ -104,7 +107,7 @@ def test_stage_compression_runs_on_a_real_worker(
     settings = Settings(
         agentcore_data_dir=tmp_path / "api", database_url=postgres_url, redis_url=redis_url
     )
-    with celery_worker(tmp_path / "worker", postgres_url, redis_url):
+    with celery_worker(tmp_path / "worker", postgres_url, redis_url, **MINILM):
         stage_id, memory = asyncio.run(_complete_on_a_worker(settings))
     assert memory is not None, "the API waited for the worker's compression"
     assert memory.stage_id == stage_id

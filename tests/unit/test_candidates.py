@@ -15,10 +15,12 @@ from agentcore.services.candidates import (
     CandidateGenerator,
     Fusion,
     Lookup,
+    calibrated,
     floor_of,
     fuse,
     lexical_scores,
     with_episodes,
+    without_words,
 )
 from agentcore.services.ports import ListQuery, VectorFilter, VectorHit, Vectors
 from tests.fakes import FakeEmbedder, FakeStore
@@ -57,6 +59,32 @@ class WordOverlapIndex:
 
 def _all(flt: VectorFilter) -> ListQuery:
     return ListQuery(scope_keys=flt.scope_keys, limit=10_000)
+
+
+def test_cosines_are_rescaled_from_the_models_background_to_one() -> None:
+    assert calibrated(0.735, 0.735) == 0.0
+    assert calibrated(0.6, 0.735) == 0.0  # below the background: nothing in common
+    assert calibrated(1.0, 0.735) == 1.0
+    assert abs(calibrated(0.8675, 0.735) - 0.5) < 1e-9
+    assert calibrated(0.42, 0.0) == 0.42  # a model without a background: clipped only
+    assert calibrated(-0.2, 0.0) == 0.0
+
+
+def test_words_naming_the_scopes_owner_are_left_out() -> None:
+    assert without_words("What can Alice not eat?", ["alice"]).split() == [
+        "What",
+        "can",
+        "not",
+        "eat?",
+    ]
+    assert without_words("Alicevision and Alice's tea", ["alice"]).split() == [
+        "Alicevision",
+        "and",
+        "'s",
+        "tea",
+    ]
+    assert without_words("plans of ana-lu", ["ana-lu"]).split() == ["plans", "of", "-"]
+    assert without_words("unchanged", []) == "unchanged"
 
 
 def test_fuse_blends_clipped_cosine_with_bm25_relative_to_the_best() -> None:

@@ -13,8 +13,10 @@ so the block shows exactly what those services would show the caller:
   compressed, the task's progress brief, then the earlier stages' summaries, newest first.
 - **working**: with ``session_id``, the session's working memory, newest items first.
 - **memories**: episodic and semantic memories: ``memory.search`` of the query (the full
-  score, ``current_stage`` defaulting to the task's active stage), or without a query the
-  newest ``RECENT`` of each layer ranked by recency and importance alike. The error tracker's
+  score, ``current_stage`` defaulting to the task's active stage), those whose relevance to
+  the query is at least ``RELEVANCE_FLOOR`` of the best match's (and a slot's current value
+  the search put first); or without a query the newest ``RECENT`` of each layer ranked by
+  recency and importance alike. The error tracker's
   memories go to the error lessons instead; a result a newer memory superseded is marked.
 - **procedures**: ``memory.procedure.search`` of the query (the relevant ones), or without a
   query the newest procedures.
@@ -70,6 +72,9 @@ PATTERNS = 3  # most severe error patterns
 ATTRIBUTION_PAGES = 5  # pages of 100 task memories searched for a constraint's source
 _PAGE = 100
 _TOKENS_PER_HIT = 20  # search results asked for per budget token: enough to fill it
+# A searched memory is shown only when its relevance to the query is at least this share of
+# the best match's: budget left over is not filled with memories about something else.
+RELEVANCE_FLOOR = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,7 +188,12 @@ class ContextService:
                     current_stage=stage,
                 )
             )
-            return [(hit.memory, hit.superseded_by is not None) for hit in found.results]
+            best = max((hit.similarity for hit in found.results), default=0.0)
+            return [
+                (hit.memory, hit.superseded_by is not None)
+                for hit in found.results
+                if hit.similarity >= RELEVANCE_FLOOR * best or hit.current_for is not None
+            ]
         recent: list[Memory] = []
         for layer in wanted:
             page = await self._memory.list_page(
