@@ -63,6 +63,7 @@ from agentcore.services.reembedding import (
 from agentcore.services.retrieval import EnhancedRetrieval
 from agentcore.services.semantic import FactExtractor, SemanticMemoryService
 from agentcore.services.startup import Check, StartupChecks
+from agentcore.services.supersession import UpdateReader
 from agentcore.services.vector_sync import VectorSync
 from agentcore.services.working_memory import WorkingMemoryService, WorkingMemoryStore
 
@@ -271,6 +272,7 @@ async def _build(
         stages=stages,
         default_ttl=settings.memory_default_ttl,
         index_wait_seconds=settings.index_wait_seconds,
+        updates=UpdateReader(uow_factory, vectors, embedder, clock),
     )
     probes: dict[str, Probe] = {
         "database": lambda: ping(engine),

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 
 from agentcore.domain.models import Memory
 from agentcore.services.failures import log_failure
@@ -31,11 +31,25 @@ log = logging.getLogger(__name__)
 _Batch = tuple[list[tuple[int, OutboxEntry]], "asyncio.Future[Prepared]"]
 
 
+AfterIndexing = Callable[[Sequence[str]], Awaitable[object]]
+"""Work on memories whose vectors were just written, before they count as indexed (reading
+knowledge updates: ``services.supersession.UpdateReader``); it gets their ids."""
+
+
 class VectorIndexer:
-    def __init__(self, sync: VectorSync, *, batch_size: int = 64, max_wait: float = 5.0) -> None:
+    def __init__(
+        self,
+        sync: VectorSync,
+        *,
+        batch_size: int = 64,
+        max_wait: float = 5.0,
+        after: AfterIndexing | None = None,
+    ) -> None:
         self._sync = sync
         self._batch_size = batch_size
         self._max_wait = max_wait
+        self._after = after
+        self._followed: set[str] = set()  # memory ids ``after`` is owed
         self._queue: deque[tuple[int, OutboxEntry]] = deque()  # (sequence number, entry)
         self._last_of_scope: dict[str, int] = {}  # scope key -> its newest sequence number
         self._submitted = 0
@@ -47,10 +61,13 @@ class VectorIndexer:
     def pending(self) -> int:
         return self._submitted - self._done
 
-    def submit(self, entries: Sequence[tuple[int, Memory]]) -> None:
-        """Queue the vector writes of committed memories (outbox entry id, memory)."""
+    def submit(self, entries: Sequence[tuple[int, Memory]], *, follow: bool = False) -> None:
+        """Queue the vector writes of committed memories (outbox entry id, memory); with
+        ``follow``, ``after`` gets them once written."""
         if not entries:
             return
+        if follow and self._after is not None:
+            self._followed.update(memory.id for _, memory in entries)
         for entry_id, memory in entries:
             self._submitted += 1
             self._queue.append((self._submitted, OutboxEntry(entry_id, memory.id, UPSERT, 0)))
@@ -101,14 +118,32 @@ class VectorIndexer:
         self, batch: list[tuple[int, OutboxEntry]], prepared: asyncio.Future[Prepared]
     ) -> None:
         entries = [entry for _, entry in batch]
+        upserted: list[str] = []
         try:
-            await self._sync.write(await prepared)
+            ready = await prepared
+            if await self._sync.write(ready) == len(ready.points) + len(ready.to_delete):
+                upserted = [point.id for _, point in ready.points]
         except Exception as exc:  # the entries stay in the outbox: replayed by VectorSync
             log_failure(log, f"indexing {len(batch)} vectors failed; they will be replayed", exc)
         finally:
             self._sync.release([entry.id for entry in entries])
+        await self._follow([entry.memory_id for entry in entries], upserted)
         async with self._changed:
             self._done = batch[-1][0]
             if self._done >= self._submitted:  # nothing queued or under way
                 self._last_of_scope.clear()
             self._changed.notify_all()
+
+    async def _follow(self, memory_ids: list[str], upserted: list[str]) -> None:
+        """``after`` for the followed memories of a batch whose vectors were written (one that
+        failed is replayed later without it: an update it states is not read)."""
+        followed = [m for m in dict.fromkeys(memory_ids) if m in self._followed]
+        self._followed.difference_update(followed)
+        written = set(upserted)
+        followed = [m for m in followed if m in written]
+        if not followed or self._after is None:
+            return
+        try:
+            await self._after(followed)
+        except Exception as exc:  # reading updates must never stop indexing; it is logged
+            log_failure(log, f"reading updates of {len(followed)} memories failed", exc)

@@ -45,7 +45,7 @@ from agentcore.services.retrieval import (
     SearchQuery,
     prime_ranking_soon,
 )
-from agentcore.services.supersession import may_supersede, supersede
+from agentcore.services.supersession import UpdateReader, may_supersede, supersede
 from agentcore.services.vector_sync import DELETE, UPSERT, VectorSync
 
 log = logging.getLogger(__name__)
@@ -114,11 +114,17 @@ class MemoryManager:
         stages: StageResolver | None = None,
         default_ttl: Mapping[ScopeLevel, int] | None = None,
         index_wait_seconds: float = 5.0,
+        updates: UpdateReader | None = None,
     ) -> None:
         self._uow_factory = uow_factory
         self._embedder = embedder
         self._sync = vector_sync
-        self._indexer = VectorIndexer(vector_sync, max_wait=index_wait_seconds)
+        self._updates = updates
+        self._indexer = VectorIndexer(
+            vector_sync,
+            max_wait=index_wait_seconds,
+            after=None if updates is None else self._read_updates,
+        )
         self._writes = GroupCommit(self._store_new, max_items=max_batch_size)
         self._retrieval = retrieval
         self._clock = clock
@@ -173,9 +179,15 @@ class MemoryManager:
                     await self._record(uow, memory, EventKind.ADD, None, _snapshot(memory))
             entry_ids = await uow.outbox.add_many([memory.id for memory in memories], UPSERT)
             await uow.commit()
-        # write-behind: the vectors follow (services/indexer.py)
-        self._indexer.submit(list(zip(entry_ids, memories, strict=True)))
+        # write-behind: the vectors follow (services/indexer.py), then what they mean
+        self._indexer.submit(list(zip(entry_ids, memories, strict=True)), follow=True)
         return entry_ids
+
+    async def _read_updates(self, memory_ids: Sequence[str]) -> None:
+        """Once the vectors of new memories are written: the facts they update, read from
+        meaning (``UpdateReader``), are superseded."""
+        if self._updates is not None:
+            await self._updates.read(memory_ids, self._record)
 
     async def get(self, memory_id: str, scope: ScopeIds) -> Memory:
         """The memory, counting one access."""

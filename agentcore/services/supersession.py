@@ -1,18 +1,51 @@
-"""Knowledge that updates, on write: before a memory is stored, the current memories of its
-scope that fill its slot with another value are superseded by it, in the write's transaction
-(``agentcore.domain.updates`` reads the slots)."""
+"""Knowledge that updates: a newer memory of a scope that gives an attribute a new value
+supersedes the current memory that held the old one (``valid_to``, ``superseded_by``, a history
+event by the actor ``supersession``; nothing is deleted). Two readers decide, one record:
+
+- **the rules, on write** (``supersede``, in the add's transaction): a memory whose slot the
+  rules read (``agentcore.domain.updates.statements``, or an LLM extractor's ``slot``)
+  supersedes the current memories of its slot with another value, so the next read sees it;
+- **meaning, once the vector is written** (``UpdateReader``, called by the indexer before the
+  memory counts as indexed, so a search that waits for its scope sees the result): the new
+  memory, read as a question, retrieves the scope's nearest current facts, and
+  ``agentcore.domain.updates.replacement`` decides from their similarity (relative to the
+  model and to the scope) and the readers' vetoes; its own transaction records it.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
 
+from agentcore.domain.clock import Clock
 from agentcore.domain.models import EventKind, Memory
 from agentcore.domain.records import FACT_LAYERS, speaker_of
-from agentcore.domain.updates import Known, inferred_value, says_change, updated_slot
-from agentcore.services.ports import UnitOfWork
+from agentcore.domain.updates import inferred_value
+from agentcore.domain.updates.references import REFERENCES
+from agentcore.domain.updates.replacement import (
+    Bars,
+    Calibration,
+    Reading,
+    reading_of,
+    replaces,
+)
+from agentcore.services.ports import (
+    Embedder,
+    UnitOfWork,
+    UnitOfWorkFactory,
+    VectorFilter,
+    VectorStore,
+)
 
 SUPERSESSION = "supersession"  # the actor of the history event that marks a memory superseded
-_KNOWN_SLOTS = 50  # current slotted memories of a scope an update may name
+
+# The bars, in units of the model (``Calibration.lift``): 0 is how close unrelated statements
+# are under it, 1 a perfect match. Chosen on the development half of
+# benchmarks/data/knowledge_updates.json (docs/decisions.md, Knowledge updates).
+BARS = Bars(lift=0.24, margin=0.1)
+_NEIGHBOURS = 8  # nearest memories of the scope read for each new fact
+_TYPICAL = 5  # the rank of the neighbour that stands for an ordinary one (``replaces``)
+_CONSIDERED = 3  # the nearest ones a new fact may replace (the first the readers allow)
 
 
 class RecordEvent(Protocol):
@@ -30,11 +63,8 @@ class RecordEvent(Protocol):
 
 async def supersede(uow: UnitOfWork, memory: Memory, record: RecordEvent) -> None:
     """Before ``memory`` is stored: the current memories of its scope that fill its slot with
-    another value get ``valid_to`` (its creation) and ``superseded_by``, each change in their
-    history by the actor ``supersession``; one created after it (an import of older memories)
+    another value are superseded by it; one created after it (an import of older memories)
     supersedes it instead. A restatement of the same value supersedes nothing."""
-    if memory.fact_slot is None:
-        await _infer_slot(uow, memory)
     if memory.fact_slot is None:
         return
     for other in await uow.memories.current_in_slot([memory.scope_key], memory.fact_slot):
@@ -44,29 +74,132 @@ async def supersede(uow: UnitOfWork, memory: Memory, record: RecordEvent) -> Non
             if memory.superseded_by is None:
                 memory.valid_to, memory.superseded_by = other.created_at, other.id
             continue
-        other.valid_to, other.superseded_by = memory.created_at, memory.id
-        await uow.memories.update(other)
-        after = {"valid_to": other.valid_to, "superseded_by": memory.id}
-        before = {"valid_to": None, "superseded_by": None}
-        await record(uow, other, EventKind.UPDATE, before, after, actor=SUPERSESSION)
+        await _mark(uow, other, memory, record)
 
 
 def may_supersede(memory: Memory) -> bool:
-    """Whether ``supersede`` may change anything for ``memory`` (it fills a slot, or may name
-    one it updates): other memories are written one at a time around it."""
-    return memory.fact_slot is not None or (
-        memory.layer in FACT_LAYERS and says_change(memory.content)
+    """Whether ``supersede`` may change anything for ``memory`` (it fills a slot): other
+    memories are written one at a time around it."""
+    return memory.fact_slot is not None
+
+
+async def _mark(uow: UnitOfWork, old: Memory, new: Memory, record: RecordEvent) -> None:
+    old.valid_to, old.superseded_by = new.created_at, new.id
+    await uow.memories.update(old)
+    after = {"valid_to": old.valid_to, "superseded_by": new.id}
+    before = {"valid_to": None, "superseded_by": None}
+    await record(uow, old, EventKind.UPDATE, before, after, actor=SUPERSESSION)
+
+
+class UpdateReader:
+    """Supersession recognised from meaning, for memories whose vectors were just written."""
+
+    def __init__(
+        self,
+        uow_factory: UnitOfWorkFactory,
+        vectors: VectorStore,
+        embedder: Embedder,
+        clock: Clock,
+        *,
+        bars: Bars = BARS,
+        references: Sequence[str] = REFERENCES,
+    ) -> None:
+        self._uow_factory = uow_factory
+        self._vectors = vectors
+        self._embedder = embedder
+        self._clock = clock
+        self._bars = bars
+        self._references = references
+        self._calibration: Calibration | None = None
+
+    async def read(self, memory_ids: Sequence[str], record: RecordEvent) -> int:
+        """Each of these memories (oldest first) that states a fact of the episodic or
+        semantic layer supersedes the current fact of its scope that it gives a new value, if
+        meaning finds one (``agentcore.domain.updates.replacement``). Returns how many
+        supersessions were recorded."""
+        async with self._uow_factory(read_only=True) as uow:
+            memories = await uow.memories.get_many(memory_ids)
+        recorded = 0
+        for memory in sorted(memories, key=lambda m: (m.created_at, m.id)):
+            if await self._read_one(memory, record):
+                recorded += 1
+        return recorded
+
+    async def calibration(self) -> Calibration:
+        """The model's background, measured once on the reference statements: the mean
+        similarity of one read as a query to another as a passage."""
+        if self._calibration is None:
+            passages = await self._embedder.embed(list(self._references))
+            total, pairs = 0.0, 0
+            for i, text in enumerate(self._references):
+                query = await self._embedder.embed_query(text)
+                scores = passages @ query
+                total += float(scores.sum() - scores[i])
+                pairs += len(self._references) - 1
+            self._calibration = Calibration(total / max(pairs, 1))
+        return self._calibration
+
+    async def _read_one(self, memory: Memory, record: RecordEvent) -> bool:
+        if memory.layer not in FACT_LAYERS or memory.superseded_by or memory.compacted_into_id:
+            return False
+        new = _reading(memory)
+        if not new.may_replace:
+            return False  # decided by its words: no embedding spent
+        calibration = await self.calibration()
+        query = await self._embedder.embed_query(memory.content)
+        flt = VectorFilter(
+            scope_keys=[memory.scope_key],
+            layers=[layer.value for layer in FACT_LAYERS],
+            alive_at=self._clock().timestamp(),
+        )
+        found = await self._vectors.search(query, flt, _NEIGHBOURS + 1)
+        hits = [hit for hit in found if hit.id != memory.id]
+        if not hits:
+            return False
+        typical = hits[_TYPICAL - 1].score if len(hits) >= _TYPICAL else calibration.background
+        nearest = hits[:_CONSIDERED]
+        async with self._uow_factory(read_only=True) as uow:
+            stored = {m.id: m for m in await uow.memories.get_many([h.id for h in nearest])}
+        for hit in nearest:
+            old = stored.get(hit.id)
+            if old is None or not _may_be_replaced(old, memory):
+                continue
+            verdict = replaces(_reading(old), new, hit.score, typical, calibration, self._bars)
+            if verdict.vetoed:
+                continue
+            return verdict.replaces and await self._record(old.id, memory.id, record)
+        return False
+
+    async def _record(self, old_id: str, new_id: str, record: RecordEvent) -> bool:
+        """Mark ``old_id`` superseded by ``new_id`` unless either changed meanwhile; a slot the
+        old one filled passes to the new one (with a value of its own), so the rules and a
+        question that asks for the slot find the current value."""
+        async with self._uow_factory() as uow:
+            old, new = await uow.memories.get(old_id), await uow.memories.get(new_id)
+            if old is None or new is None or old.superseded_by or new.superseded_by:
+                return False
+            await _mark(uow, old, new, record)
+            if old.fact_slot is not None and new.fact_slot is None:
+                new.fact_slot, new.fact_value = old.fact_slot, inferred_value(new.id)
+                await uow.memories.update(new)
+                after = {"fact_slot": new.fact_slot, "fact_value": new.fact_value}
+                before = {"fact_slot": None, "fact_value": None}
+                await record(uow, new, EventKind.UPDATE, before, after, actor=SUPERSESSION)
+            await uow.commit()
+        return True
+
+
+def _reading(memory: Memory) -> Reading:
+    return reading_of(memory.content, memory.fact_slot, memory.fact_value)
+
+
+def _may_be_replaced(old: Memory, new: Memory) -> bool:
+    """Current, older, of a fact layer, and said by the same speaker."""
+    return (
+        old.id != new.id
+        and old.layer in FACT_LAYERS
+        and old.superseded_by is None
+        and old.compacted_into_id is None
+        and old.created_at < new.created_at
+        and speaker_of(old.metadata) == speaker_of(new.metadata)
     )
-
-
-async def _infer_slot(uow: UnitOfWork, memory: Memory) -> None:
-    """A memory that states no slot may still update one by naming its old value
-    (``agentcore.domain.updates.updated_slot``): it then fills that slot, with a value of its
-    own."""
-    if memory.layer not in FACT_LAYERS or not says_change(memory.content):
-        return
-    slotted = await uow.memories.current_slotted(memory.scope_key, _KNOWN_SLOTS)
-    known = [Known(m.id, m.fact_slot, m.fact_value or "") for m in slotted if m.fact_slot]
-    found = updated_slot(memory.content, speaker_of(memory.metadata), known)
-    if found is not None:
-        memory.fact_slot, memory.fact_value = found.slot, inferred_value(memory.id)

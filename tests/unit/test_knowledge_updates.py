@@ -1,6 +1,8 @@
 """Knowledge that updates: the slot a statement fills and a question asks about
-(``agentcore.domain.updates``), supersession on write (``MemoryManager``), and ranking by
-validity (``EnhancedRetrieval``): the current value first, ``as_of`` for the past."""
+(``agentcore.domain.updates``), supersession by the rules on write (``MemoryManager``), and
+ranking by validity (``EnhancedRetrieval``): the current value first, ``as_of`` for the past.
+Updates read from meaning: tests/unit/test_update_reader.py, test_update_reading.py, and
+tests/integration/test_update_reader.py with the real embedder."""
 
 from __future__ import annotations
 
@@ -193,37 +195,3 @@ async def test_as_of_searches_the_past_as_it_was(rig: Rig) -> None:
     assert past.results[0].superseded_by is None
     now = await rig.memory.search(SearchQuery("Where does the user live?", ALICE))
     assert [r.memory.id for r in now.results][:2] == [munich, berlin]
-
-
-@pytest.mark.parametrize(
-    ("old", "new"),
-    [
-        ("I drive a Honda Civic.", "Finally sold the Civic and bought a Tesla Model 3."),
-        ("My manager is Dana.", "Dana left, so the team now reports to someone else."),
-        ("I work at Siemens.", "The Siemens contract ended and I'm freelancing now."),
-        ("My dog's name is Biscuit.", "Biscuit passed away in the spring, we have a cat now."),
-        ("Caroline: I live in Lisbon.", "Caroline: the rent in Lisbon got ridiculous, we left."),
-    ],
-)
-async def test_an_update_that_names_the_old_value_supersedes_it(
-    rig: Rig, old: str, new: str
-) -> None:
-    first = await rig.add(old)
-    second = await rig.add(new)
-    assert (await rig.memory.get(first, ALICE)).superseded_by == second
-
-
-@pytest.mark.parametrize(
-    ("old", "new"),
-    [
-        ("I drive a Honda Civic.", "My sister sold her Civic last week."),  # someone else's
-        ("I drive a Honda Civic.", "The Civic is such a reliable car."),  # no change said
-        ("My manager is Dana.", "Melanie moved to Rome, Dana says."),  # another subject
-        ("Caroline: I live in Lisbon.", "Melanie: I left Lisbon years ago."),  # other speaker
-        ("I work at Siemens.", "My new laptop arrived today."),  # no old value named
-    ],
-)
-async def test_a_mention_that_is_no_update_supersedes_nothing(rig: Rig, old: str, new: str) -> None:
-    first = await rig.add(old)
-    await rig.add(new)
-    assert (await rig.memory.get(first, ALICE)).superseded_by is None

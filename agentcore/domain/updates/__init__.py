@@ -10,24 +10,20 @@ statements, ``questions`` the slot a question asks for, ``inferred`` updates tha
 value; the LLM extractor names the slot itself.
 """
 
-from agentcore.domain.updates.inferred import (
-    Known,
-    inferred_value,
-    says_change,
-    updated_slot,
-)
 from agentcore.domain.updates.questions import asked_slot
 from agentcore.domain.updates.statements import statement_of
-from agentcore.domain.updates.vocabulary import MAX_SLOT, Statement, normalized_statement
+from agentcore.domain.updates.vocabulary import (
+    MAX_SLOT,
+    Statement,
+    inferred_value,
+    normalized_statement,
+)
 
 __all__ = [
     "MAX_SLOT",
-    "Known",
     "Statement",
     "asked_slot",
     "inferred_value",
     "normalized_statement",
-    "says_change",
     "statement_of",
-    "updated_slot",
 ]

@@ -253,3 +253,35 @@ def _q_subject(raw: str) -> str:
     """A question's subject as a statement's: "you"/"I" is the user asking about themselves."""
     word = raw.strip().lower().removesuffix("'s")
     return "user" if word in ("you", "your", "i", "me", "my", "we", "our", "the user") else word
+
+
+# Words that say when, not what: a question about now matches statements by its other words
+# ("Who does Jonas work for these days?" is not about days).
+_TIME_WORDS = re.compile(
+    r"\s*\b(?:right now|now|currently|current|these days|nowadays|at the moment|at present|"
+    r"lately|atm|still|anymore|any more)\b",
+    re.IGNORECASE,
+)
+_QUESTION = re.compile(
+    r"\?\s*$|^\s*(?:who|whom|whose|what|what's|whats|which|where|when|how|why|is|are|does|do|"
+    r"did|has|have|can)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_now(question: str) -> bool:
+    """Whether a question asks how things are now ("Where does Ana live now?", "Is Raj still
+    vegetarian?", "Current employer?") rather than how they were."""
+    return bool(
+        _QUESTION.search(question) and _TIME_WORDS.search(question) and not _Q_PAST.search(question)
+    )
+
+
+def timeless(question: str) -> str:
+    """A question about now without its words of time, to match statements by what it asks
+    ("Who does Jonas work for these days?" -> "Who does Jonas work for?"); anything else
+    unchanged."""
+    if not asks_now(question):
+        return question
+    stripped = re.sub(r"\s+([?.!,])", r"\1", _TIME_WORDS.sub("", question)).strip()
+    return stripped if re.search(r"\w", stripped) else question

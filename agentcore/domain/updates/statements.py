@@ -28,6 +28,7 @@ from agentcore.domain.updates.vocabulary import (
     make_rule,
     norm_subject,
     norm_words,
+    word_set,
 )
 
 _FIRST = r"(?:I|we|We)"
@@ -240,7 +241,7 @@ _RULES: tuple[Rule, ...] = (
         r"\b(?i:upgraded|updated|bumped|migrated|moved|switched|pinned|rolled out|deployed)\s+"
         rf"(?:\w+\s+){{0,3}}?(?:to\s+|on\s+)?(?:the\s+|our\s+)?(?!(?:{_MONTHS})\b)(?P<t>[A-Za-z][\w+#.-]*)\s+"
         r"(?:to\s+)?(?:version\s+|v)?(?P<v>\d+(?:\.\d+)*(?:-\d+)*)\b",
-        lambda m: f"version:{m.group('t').lower()}",
+        lambda m: _version_of(m.group("t")),
         anywhere=True,
     ),
     # "Vienna is where I live now", "a BMW i3 is what I'm driving now".
@@ -330,6 +331,14 @@ def _statement(rule: Rule, sentence: str, speaker: str | None) -> Statement | No
     if attribute.startswith(("version:", "deadline:")):
         subject = "*"  # a tool's version or a thing's deadline is the same for everyone
     return Statement(subject, attribute[:MAX_SLOT], value[:MAX_SLOT])
+
+
+_NOT_TOOLS = word_set("to on at in by for from into onto up back out over with the a an")
+
+
+def _version_of(tool: str) -> str:
+    """ "version:<tool>", or "" when the word before the number is no name ("moved to 10:15")."""
+    return "" if tool.lower() in _NOT_TOOLS else f"version:{tool.lower()}"
 
 
 def _diet_value(sentence: str, groups: dict[str, str | None]) -> str:

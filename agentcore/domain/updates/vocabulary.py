@@ -29,6 +29,15 @@ class Statement:
         return f"{self.subject}|{self.attribute}"[:MAX_SLOT]
 
 
+INFERRED = "~"  # the value of a slot a memory took over from the one it superseded
+
+
+def inferred_value(memory_id: str) -> str:
+    """The value of a slot a memory fills because it superseded the memory that filled it
+    (``services.supersession.UpdateReader``): its own, equal to no other."""
+    return f"{INFERRED}{memory_id}"
+
+
 def normalized_statement(subject: str, attribute: str, value: str) -> Statement:
     """A statement named by a caller or a model, normalized as the rules' are ("The User" ->
     "user")."""
@@ -95,6 +104,26 @@ LEAD = re.compile(
     re.IGNORECASE,
 )
 SPEAKER = re.compile(r"^[A-Z][a-z]+(?: [A-Z][a-z]+)?:\s+")  # "Caroline: I moved ..."
+
+
+def plain(text: str) -> str:
+    """The first 2,000 characters, apostrophes made plain ("’" and "`" as "'")."""
+    return text[:2_000].replace("’", "'").replace("`", "'")
+
+
+def said(text: str) -> str:
+    """``plain`` text without a conversation turn's speaker prefix ("Caroline: ")."""
+    head = plain(text).strip()
+    named = SPEAKER.match(head)
+    if named is not None and not LEAD.fullmatch(named.group(0)):  # "Update: ..." is no one
+        head = head[named.end() :]
+    return head
+
+
+def opening(text: str) -> str:
+    """``said`` text without the words a clause may open with before its subject ("Oh and
+    btw, ...", "Last month ...")."""
+    return LEAD.sub("", said(text)).strip()
 
 
 # The attributes the rules name (a generic "my <attribute> is" names others).
