@@ -271,15 +271,6 @@ class _Memories:
     async def count_searchable(self) -> int:
         return sum(1 for m in self._s.memories.values() if not m.compacted_into_id)
 
-    async def current_slotted(self, scope_key: str, limit: int) -> list[Memory]:
-        found = [
-            m
-            for m in self._s.memories.values()
-            if m.scope_key == scope_key and m.fact_slot is not None and m.superseded_by is None
-        ]
-        found.sort(key=lambda m: m.created_at, reverse=True)
-        return [copy.deepcopy(m) for m in found[:limit]]
-
     async def get_by_key(self, scope_key: str, key: str) -> Memory | None:
         for m in self._s.memories.values():
             if m.scope_key == scope_key and m.key == key:

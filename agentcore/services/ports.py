@@ -248,10 +248,6 @@ class MemoryRepository(Protocol):
         """How many memories of every scope ``after_id`` walks over."""
         ...
 
-    async def current_slotted(self, scope_key: str, limit: int) -> list[Memory]:
-        """The newest ``limit`` memories of the scope that fill a slot, not superseded."""
-        ...
-
     async def add_accesses(self, accesses: Mapping[str, Access]) -> None:
         """Add each access count to access_count and set last_accessed_at to its time
         (unknown ids are ignored)."""

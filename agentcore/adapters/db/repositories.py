@@ -328,19 +328,6 @@ class SqlMemoryRepository:
         stmt = select(func.count()).select_from(_TABLE).where(_TABLE.c.compacted_into_id.is_(None))
         return int((await self._session.execute(stmt)).scalar_one())
 
-    async def current_slotted(self, scope_key: str, limit: int) -> list[Memory]:
-        stmt = (
-            _select()
-            .where(
-                _TABLE.c.scope_key == scope_key,
-                _TABLE.c.fact_slot.is_not(None),
-                _TABLE.c.superseded_by.is_(None),
-            )
-            .order_by(_TABLE.c.created_at.desc())
-            .limit(limit)
-        )
-        return [memory_from_row(row) for row in (await self._session.execute(stmt)).mappings()]
-
     async def in_stage(self, stage_id: str) -> list[Memory]:
         stmt = (
             _select()
