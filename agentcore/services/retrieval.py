@@ -40,6 +40,8 @@ from agentcore.domain.scoring import (
     parse_current_stage,
 )
 from agentcore.domain.updates import asked_slot
+from agentcore.domain.updates.questions import timeless
+from agentcore.domain.updates.subjects import about_someone_else, asks_about_the_user
 from agentcore.services.access import AccessRecorder
 from agentcore.services.candidates import CandidateGenerator, Fusion, LexicalIndex
 from agentcore.services.ports import Embedder, UnitOfWorkFactory, VectorFilter, VectorStore
@@ -117,6 +119,9 @@ ORDERS = ("score", "precedence")
 _PRIMED_PER_TURN = 8  # texts read per turn of the event loop after a write (~0.2 ms each)
 _STAGE_CACHE = 10_000  # stage id → type entries kept (a stage never changes type)
 _UPDATE_HOPS = 8  # updates followed from a superseded result to the current value
+# A question about the user's own facts counts this share of the relevance of a memory that
+# states someone else's ("My wife's GP is Dr. Singh" for "Who is the user's doctor?").
+_SOMEONE_ELSES = 0.5
 
 
 class EnhancedRetrieval:
@@ -167,7 +172,7 @@ class EnhancedRetrieval:
         )
         candidates, correction, answers = await asyncio.gather(
             self._candidates.generate(
-                q.query,
+                q.query if q.dense_only else timeless(q.query),
                 flt,
                 q.limit + _SLACK,
                 q.threshold,
@@ -217,7 +222,10 @@ class EnhancedRetrieval:
         if correction is not None and memories:
             ctx = replace(ctx, error_correction=correction(memories))
         scored = []
+        about_the_user = asks_about_the_user(q.query)
         for memory, relevance in candidates:
+            if about_the_user and about_someone_else(memory.content):
+                relevance *= _SOMEONE_ELSES
             values = factors(memory, relevance, ctx)
             scored.append(
                 ScoredMemory(memory, combine(values, ctx.weights), values["similarity"], values)
