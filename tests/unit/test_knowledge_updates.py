@@ -195,3 +195,19 @@ async def test_as_of_searches_the_past_as_it_was(rig: Rig) -> None:
     assert past.results[0].superseded_by is None
     now = await rig.memory.search(SearchQuery("Where does the user live?", ALICE))
     assert [r.memory.id for r in now.results][:2] == [munich, berlin]
+
+
+async def test_a_question_about_now_is_matched_without_its_words_of_time(rig: Rig) -> None:
+    cooks = await rig.add("Jo grills ramen.")
+    await rig.add("These days, these days, these days.")
+    found = await rig.memory.search(SearchQuery("What does Jo cook these days?", ALICE))
+    assert found.results[0].memory.id == cooks
+
+
+async def test_a_question_about_the_user_ranks_someone_elses_fact_lower(rig: Rig) -> None:
+    dad = await rig.add("My dad's phone does use the old Android.")
+    mine = await rig.add("I use a Pixel phone.")
+    about_user = await rig.memory.search(SearchQuery("Which phone does the user use?", ALICE))
+    assert [r.memory.id for r in about_user.results] == [mine, dad]
+    about_dad = await rig.memory.search(SearchQuery("Which phone does the dad use?", ALICE))
+    assert about_dad.results[0].memory.id == dad  # no question about the user: as before

@@ -1,0 +1,88 @@
+"""Knowledge updates read from meaning with the real default embedder (multilingual-e5-small)
+on both backends (``stack``: embedded SQLite + qdrant-edge, and PostgreSQL + Qdrant in local
+mode). Pairs written for this test (not taken from benchmarks/data), each in a scope of its
+own beside a few unrelated memories."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import pytest
+
+from agentcore.adapters.embedders.local_e5 import LocalE5Embedder
+from agentcore.bootstrap import Container
+from agentcore.domain.models import EventKind, ScopeIds
+from agentcore.domain.records import NewMemory
+from agentcore.services.retrieval import SearchQuery
+from agentcore.services.supersession import SUPERSESSION
+
+BESIDE = (
+    "The kettle takes ages to boil.",
+    "Please remind me about the dentist on Friday.",
+    "My sister works as a nurse in Leeds.",
+)
+UPDATES = [
+    ("I commute to work by bike.", "These days I take the tram to work, my knee hates cycling."),
+    ("Our staging cluster runs Kubernetes 1.27.", "We upgraded the staging cluster to 1.30."),
+    ("I drive a Honda Civic.", "Finally sold the Civic and bought a Tesla Model 3."),
+    ("My dog's name is Biscuit.", "Biscuit passed away in the spring, we have a cat now."),
+    ("Marta leads the data team.", "Marta handed the data team over to Kofi, he leads it now."),
+    ("I use Spotify for music.", "I cancelled Spotify, it's Apple Music for me now."),
+]
+NOT_UPDATES = [
+    ("I live in Lyon.", "My cousin lives in Nice."),  # someone else's
+    ("I play tennis on Sundays.", "I also joined a chess club."),  # adds to it
+    ("Our CI runs on GitHub Actions.", "We moved the CI badge to the top of the README."),
+    ("My manager is Olga.", "Olga moved our one-to-one to Thursdays."),  # about the value
+    ("I drink green tea in the morning.", "I'm thinking about trying matcha next month."),
+    ("I drive a Honda Civic.", "My sister sold her Civic last week."),
+    ("I work at Siemens.", "My new laptop arrived today."),  # another attribute
+]
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Iterator[LocalE5Embedder]:
+    """The default model instead of conftest's all-MiniLM-L6-v2, for ``stack``."""
+    model = LocalE5Embedder(threads=2)
+    yield model
+    asyncio.run(model.close())
+
+
+async def _pair(stack: Container, scope: ScopeIds, old: str, new: str) -> tuple[str, str]:
+    for text in BESIDE:
+        await stack.memory.add(NewMemory(text, scope))
+    first = await stack.memory.add(NewMemory(old, scope))
+    second = await stack.memory.add(NewMemory(new, scope))
+    assert await stack.memory.indexed()
+    return first.id, second.id
+
+
+async def test_updates_said_in_passing_supersede_the_old_fact(stack: Container) -> None:
+    for n, (old, new) in enumerate(UPDATES):
+        scope = ScopeIds(user_id=f"update-{n}")
+        first, second = await _pair(stack, scope, old, new)
+        (stale,) = await stack.memory.read([first], scope)
+        assert stale.superseded_by == second, (old, new)
+        events = await stack.memory.history(first, scope)
+        assert [(e.kind, e.actor) for e in events][-1] == (EventKind.UPDATE, SUPERSESSION)
+
+
+async def test_facts_that_hold_together_stay_current(stack: Container) -> None:
+    for n, (old, new) in enumerate(NOT_UPDATES):
+        scope = ScopeIds(user_id=f"both-{n}")
+        first, _ = await _pair(stack, scope, old, new)
+        (kept,) = await stack.memory.read([first], scope)
+        assert kept.superseded_by is None, (old, new)
+        assert kept.valid_to is None
+
+
+async def test_the_new_value_answers_a_question_about_now(stack: Container) -> None:
+    scope = ScopeIds(user_id="now")
+    old, new = UPDATES[0]
+    first, second = await _pair(stack, scope, old, new)
+    await stack.memory.add(NewMemory("My brother cycles to his office every day.", scope))
+    found = await stack.memory.search(SearchQuery("How does the user get to work now?", scope))
+    ids = [hit.memory.id for hit in found.results]
+    assert ids[0] == second
+    assert ids.index(first) > 0
