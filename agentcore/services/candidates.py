@@ -5,17 +5,12 @@ misses paraphrases. Both sides fetch their best ``pool`` memories under the same
 union is checked against the database (scope, expiry, existence: the rows decide) and each
 memory gets
 
-    relevance = w · cosine⁺ / max cosine⁺ + (1 − w) · coverage · bm25 / max bm25     (in [0, 1])
+    relevance = w · cosine⁺ + (1 − w) · coverage · bm25 / max bm25          (all in [0, 1])
 
 where cosine⁺ is the cosine rescaled from the embedder's background similarity (what two
 unrelated texts score under that model: about 0.73 for multilingual-e5-small, 0.04 for
 all-MiniLM-L6-v2) to 1 (``calibrated``), so that one blend weight, a caller's threshold and
-the score's similarity factor mean the same under every model. Each side counts relative to
-its own best hit for the query, so the weight balances the two lists whatever the spread of
-either (a stronger dense model spreads its cosines less above its background than BM25 spreads
-its scores: measured on LoCoMo turns with a plain BM25, absolute cosines made e5's fusion
-worse than MiniLM's at the same weight, 0.562 against 0.574 recall@10, relative ones even,
-0.590 and 0.591).
+the score's similarity factor mean the same under every model.
 
 (normalized score blending: reciprocal rank fusion throws the score gaps away and, with a weak
 dense side, lets its poor ranks in). A lexical candidate the dense side did not return is
@@ -155,19 +150,16 @@ def fuse(
     lexical_floor: float = 0.0,
     coverage: Mapping[str, float] | None = None,
 ) -> dict[str, float]:
-    """Relevance in [0, 1] of every id in either map: BM25 divided by the best BM25 and, given
-    ``coverage``, multiplied by the id's coverage (0 if left out), blended with ``dense_weight``
-    with the (calibrated) cosine clipped to [0, 1] and, when both sides found something,
-    divided by the best cosine; a missing side takes its floor. A dense side alone keeps its
-    absolute scale (a near-duplicate check compares it with a fixed bar)."""
+    """Relevance in [0, 1] of every id in either map: cosine clipped to [0, 1], BM25 divided by
+    the best BM25 and, given ``coverage``, multiplied by the id's coverage (0 if left out),
+    blended with ``dense_weight``; a missing side takes its floor."""
     if not dense and not lexical:
         return {}
     weight = dense_weight if dense and lexical else (1.0 if dense else 0.0)
     best = max(lexical.values(), default=0.0)
-    top = max((_unit(value) for value in dense.values()), default=0.0) if lexical else 1.0
     fused = {}
     for memory_id in dict.fromkeys([*dense, *lexical]):
-        cosine = _unit(dense.get(memory_id, dense_floor)) / top if top > 0 else 0.0
+        cosine = _unit(dense.get(memory_id, dense_floor))
         bm25 = _unit(lexical.get(memory_id, lexical_floor) / best) if best > 0 else 0.0
         if coverage is not None:
             bm25 *= _unit(coverage.get(memory_id, 0.0))
@@ -251,7 +243,9 @@ class CandidateGenerator:
         # payload does not decide all of it (``vector_payload``: it returns a superset), the
         # store is asked for more and its best ``pool`` that the rows confirm are kept.
         wide = pool if flt.where is None or decided(flt.where) else pool * _WIDEN
-        lexical_side = self._no_hits() if dense_only else self._lexical_hits(query_words, flt, pool)
+        lexical_side = (
+            self._no_hits() if dense_only else self._lexical_hits(query_words, flt, pool)
+        )
         (vector, dense), lexical = await asyncio.gather(
             self._dense(query, flt, wide, exact=dense_only), lexical_side
         )

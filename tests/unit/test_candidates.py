@@ -87,27 +87,25 @@ def test_words_naming_the_scopes_owner_are_left_out() -> None:
     assert without_words("unchanged", []) == "unchanged"
 
 
-def test_fuse_blends_each_side_relative_to_its_best() -> None:
-    fused = fuse({"a": 0.4, "b": 0.5, "c": -0.3}, {"a": 2.0, "d": 8.0}, 0.4)
+def test_fuse_blends_clipped_cosine_with_bm25_relative_to_the_best() -> None:
+    fused = fuse({"a": 0.8, "b": 1.2, "c": -0.3}, {"a": 2.0, "d": 8.0}, 0.4)
     assert fused["a"] == pytest.approx(0.4 * 0.8 + 0.6 * 0.25)
-    assert fused["b"] == pytest.approx(0.4 * 1.0)  # the best cosine, no lexical match
+    assert fused["b"] == pytest.approx(0.4 * 1.0)  # cosine clipped to 1, no lexical match
     assert fused["c"] == pytest.approx(0.0)  # negative cosine counts as 0
     assert fused["d"] == pytest.approx(0.6)  # the best lexical hit, no dense hit
     assert all(0.0 <= v <= 1.0 for v in fused.values())
-    clipped = fuse({"a": 1.2, "b": 0.6}, {"a": 1.0}, 0.5)
-    assert clipped["b"] == pytest.approx(0.5 * 0.6)  # above 1 counts as 1
 
 
 def test_coverage_scales_the_lexical_part() -> None:
     fused = fuse({"a": 0.5, "b": 0.5}, {"a": 4.0, "b": 4.0}, 0.4, coverage={"a": 0.5})
-    assert fused["a"] == pytest.approx(0.4 * 1.0 + 0.6 * 0.5)
-    assert fused["b"] == pytest.approx(0.4 * 1.0)  # holds none of the query's terms
+    assert fused["a"] == pytest.approx(0.4 * 0.5 + 0.6 * 0.5)
+    assert fused["b"] == pytest.approx(0.4 * 0.5)  # holds none of the query's terms
 
 
 def test_a_missing_side_takes_its_floor() -> None:
     fused = fuse({"a": 0.5}, {"b": 4.0}, 0.5, dense_floor=0.3, lexical_floor=1.0)
-    assert fused["a"] == pytest.approx(0.5 * 1.0 + 0.5 * 0.25)
-    assert fused["b"] == pytest.approx(0.5 * 0.6 + 0.5 * 1.0)
+    assert fused["a"] == pytest.approx(0.5 * 0.5 + 0.5 * 0.25)
+    assert fused["b"] == pytest.approx(0.5 * 0.3 + 0.5 * 1.0)
 
 
 def test_with_one_side_empty_the_other_decides_alone() -> None:
@@ -214,10 +212,8 @@ async def test_a_lexical_only_candidate_is_scored_by_its_own_cosine(services: Se
     found = await generator.generate(query, _filter("user:alice"), 5, None, services.clock())
 
     relevance = {memory.id: value for memory, value in found}
-    # its own cosine relative to the best, and the best BM25 times its coverage (2 of the 3
-    # query words)
-    cosine = min(max(own, 0.0), 1.0) / min(max(everyone[0].score, own), 1.0)
-    assert relevance[zanzibar.id] == pytest.approx(0.4 * cosine + 0.6 * 2 / 3)
+    # its own cosine, and the best BM25 times its coverage (2 of the 3 query words)
+    assert relevance[zanzibar.id] == pytest.approx(0.4 * min(max(own, 0.0), 1.0) + 0.6 * 2 / 3)
 
 
 async def test_only_live_memories_of_the_filter_scopes_are_candidates(services: Services) -> None:
