@@ -41,7 +41,7 @@ from agentcore.domain.scoring import (
 )
 from agentcore.domain.updates import asked_slot
 from agentcore.domain.updates.questions import timeless
-from agentcore.domain.updates.subjects import about_someone_else, asks_about_the_user
+from agentcore.domain.updates.subjects import asked_people, states_for
 from agentcore.services.access import AccessRecorder
 from agentcore.services.candidates import CandidateGenerator, Fusion, LexicalIndex
 from agentcore.services.ports import Embedder, UnitOfWorkFactory, VectorFilter, VectorStore
@@ -119,9 +119,10 @@ ORDERS = ("score", "precedence")
 _PRIMED_PER_TURN = 8  # texts read per turn of the event loop after a write (~0.2 ms each)
 _STAGE_CACHE = 10_000  # stage id → type entries kept (a stage never changes type)
 _UPDATE_HOPS = 8  # updates followed from a superseded result to the current value
-# A question about the user's own facts counts this share of the relevance of a memory that
-# states someone else's ("My wife's GP is Dr. Singh" for "Who is the user's doctor?").
-_SOMEONE_ELSES = 0.5
+# A question about the user counts this share of the relevance of a memory that states the
+# fact of someone it does not ask about ("My wife's GP is Dr. Singh" for "Who is the user's
+# doctor?", "My best friend is dating Luca" for "Who is the user's partner?").
+_SOMEONE_ELSES = 0.25
 
 
 class EnhancedRetrieval:
@@ -222,9 +223,9 @@ class EnhancedRetrieval:
         if correction is not None and memories:
             ctx = replace(ctx, error_correction=correction(memories))
         scored = []
-        about_the_user = asks_about_the_user(q.query)
+        asked = asked_people(q.query)
         for memory, relevance in candidates:
-            if about_the_user and about_someone_else(memory.content):
+            if asked is not None and not states_for(memory.content, asked):
                 relevance *= _SOMEONE_ELSES
             values = factors(memory, relevance, ctx)
             scored.append(

@@ -28,9 +28,9 @@ from agentcore.domain.updates.replacement import (
     replaces,
 )
 from agentcore.domain.updates.subjects import (
-    about_someone_else,
-    asks_about_the_user,
+    asked_people,
     same_subject,
+    states_for,
     subject_of,
 )
 
@@ -82,21 +82,27 @@ def test_a_newer_statement_may_be_about_the_same_subject(old: str, new: str, sam
 
 
 @pytest.mark.parametrize(
-    ("question", "about_user"),
+    ("question", "people"),
     [
-        ("Which dentist does the user see now?", True),
-        ("What is my address?", True),
-        ("What does the user's brother do?", False),
-        ("Where does Henrik teach?", False),
+        ("Which dentist does the user see now?", frozenset()),
+        ("Who is the user's partner?", frozenset({"partner"})),
+        ("What is my address?", frozenset()),
+        ("What does the user's brother do?", frozenset({"brother"})),
+        ("Where does Henrik teach?", None),  # not about the user
     ],
 )
-def test_a_question_about_the_user(question: str, about_user: bool) -> None:
-    assert asks_about_the_user(question) is about_user
+def test_whom_a_question_about_the_user_asks_about(
+    question: str, people: frozenset[str] | None
+) -> None:
+    assert asked_people(question) == people
 
 
-def test_a_statement_about_someone_else() -> None:
-    assert about_someone_else("My stepdad drives a van.")
-    assert not about_someone_else("I drive a van.")
+def test_a_statement_states_the_fact_of_someone_asked_about_or_not() -> None:
+    assert states_for("I drive a van.", frozenset())
+    assert not states_for("My stepdad drives a van.", frozenset())
+    assert states_for("My stepdad drives a van.", frozenset({"stepdad"}))
+    assert states_for("My cousin Mateo drives a van.", frozenset({"cousin"}))
+    assert not states_for("My best friend is dating Luca.", frozenset({"partner"}))
 
 
 @pytest.mark.parametrize(

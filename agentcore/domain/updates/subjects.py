@@ -192,22 +192,32 @@ def possessions(text: str) -> frozenset[str]:
 
 _USER = re.compile(r"\b(?:the\s+)?user(?:'s)?\b|\b(?:i|i'm|my|me|mine)\b", re.IGNORECASE)
 _USERS_PERSON = re.compile(
-    rf"\b(?:(?:the\s+)?user's|my)\s+(?:[a-z-]+\s+)?(?:{_alternatives(RELATIONS)})\b",
+    rf"\b(?:(?:the\s+)?user's|my)\s+(?:[a-z-]+\s+)?(?P<rel>{_alternatives(RELATIONS)})\b",
     re.IGNORECASE,
 )
 
 
-def asks_about_the_user(question: str) -> bool:
-    """Whether a question asks about the speaker's own facts ("Where does the user live now?",
-    "Who is my doctor?"), not about someone they know ("the user's wife", "my sister")."""
+def asked_people(question: str) -> frozenset[str] | None:
+    """Whom a question about the user asks about: nobody else for the user's own facts
+    ("Where does the user live now?", "Who is the user's partner?": an empty set), the people
+    it names by their relation to the user ("What does the user's wife do?": {"wife"}); None
+    when it does not ask about the user ("Where does Ana live?")."""
     text = plain(question)
-    return _USER.search(text) is not None and _USERS_PERSON.search(text) is None
+    if _USER.search(text) is None:
+        return None
+    return frozenset(m.group("rel").lower() for m in _USERS_PERSON.finditer(text))
 
 
-def about_someone_else(text: str) -> bool:
-    """Whether a statement states another person's fact ("My wife's GP is Dr. Singh", "Nina
-    drives a Golf"), not the speaker's."""
-    return bool(subject_of(text).holder)
+def states_for(text: str, people: frozenset[str]) -> bool:
+    """Whether a statement states the speaker's fact or a fact of one of ``people`` (by
+    relation or name): "My wife's GP is Dr. Singh" does not, for nobody but the user."""
+    subject = subject_of(text)
+    if not subject.holder:
+        return True
+    relations = {
+        relation for relation, person in _people(opening(text)).items() if person == subject.holder
+    }
+    return subject.holder in people or bool(relations & people)
 
 
 def _people(head: str) -> dict[str, str]:
