@@ -2,8 +2,9 @@
 
 ``mem0.Memory`` with its default embedded Qdrant on disk (qdrant-client's local mode) and its
 SQLite history database, both in a temporary directory; no LLM (``add(..., infer=False)``);
-mem0's embedder replaced by ours (``LocalMiniLMEmbedder``, the model the service embeds with, on
-the same threads and with the same weights (int8 or fp32), so both pay the same embedding cost).
+mem0's embedder replaced by ours (``bootstrap.build_embedder`` of the service's settings: the
+model the service embeds with, on the same threads and with the same weights), so both pay the
+same embedding cost.
 mem0's hybrid search needs spaCy (lemmas, entities) and fastembed (BM25), which download models
 at run time: without them (as here) it logs that and searches by similarity only.
 
@@ -24,7 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentcore.adapters.embedders.local_minilm import LocalMiniLMEmbedder
+from agentcore.bootstrap import build_embedder
+from agentcore.config import Settings
+from agentcore.services.ports import Embedder
 
 USER_ID = "bench"
 SESSION_TURNS = 20  # texts loaded per mem0 add call (one message each)
@@ -50,7 +53,7 @@ class SyncEmbedder:
     ``embed_batch``), driven on a private event loop from the calling thread. Queries (mem0
     passes ``memory_action="search"``) go through ``embed_query``, as the service's do."""
 
-    def __init__(self, embedder: LocalMiniLMEmbedder) -> None:
+    def __init__(self, embedder: Embedder) -> None:
         self._embedder = embedder
         self._loop = asyncio.new_event_loop()
 
@@ -82,15 +85,14 @@ def run_mem0(
     warm_up: Sequence[str],
     queries: Sequence[str],
     *,
-    threads: int,
-    int8: bool,
+    settings: Settings,
 ) -> Mem0Timings:
     """Load ``texts`` into one user with mem0's ``add`` (a session of ``SESSION_TURNS``
     messages a call, untimed), then time one ``add`` per text of ``adds`` and one ``search``
     per query of ``queries`` (after the untimed ``warm_up`` searches), one call at a time."""
     with tempfile.TemporaryDirectory(prefix="mem0-bench-") as tmp:
         directory = Path(tmp)
-        memory, embedder = _open_memory(directory, threads=threads, int8=int8)
+        memory, embedder = _open_memory(directory, settings)
         try:
             return _measure(memory, directory, texts, adds, warm_up, queries)
         finally:
@@ -99,7 +101,7 @@ def run_mem0(
             embedder.close()
 
 
-def _open_memory(directory: Path, *, threads: int, int8: bool) -> tuple[Any, SyncEmbedder]:
+def _open_memory(directory: Path, settings: Settings) -> tuple[Any, SyncEmbedder]:
     if "mem0" in sys.modules:
         raise RuntimeError("mem0 was imported before its telemetry could be turned off")
     os.environ["MEM0_TELEMETRY"] = "False"
@@ -130,7 +132,7 @@ def _open_memory(directory: Path, *, threads: int, int8: bool) -> tuple[Any, Syn
         history_db_path=str(directory / "history.db"),
     )
     memory = Memory(config)
-    embedder = SyncEmbedder(LocalMiniLMEmbedder(threads=threads, int8=int8))
+    embedder = SyncEmbedder(build_embedder(settings))
     memory.embedding_model = embedder
     return memory, embedder
 

@@ -163,8 +163,7 @@ def main() -> None:
             adds,
             warm_up,
             queries,
-            threads=settings.embedder_threads or os.cpu_count() or 1,
-            int8=settings.embedder_int8,
+            settings=settings,
         )
         report.update(mem0_report(report, timings, settings, len(texts)))
     report["machine"] = (
@@ -186,14 +185,13 @@ def mem0_report(
         return round(section["p95_ms"] / theirs["p95_ms"], 2)
 
     threads = settings.embedder_threads or os.cpu_count() or 1
-    precision = "int8" if settings.embedder_int8 else "fp32"
     return {
         "mem0": {
             "setup": (
                 "mem0ai in-process: Memory, embedded Qdrant (qdrant-client local mode, on "
                 "disk) and SQLite history in a temp dir, add(infer=False), search(filters="
-                f"user_id, top_k=10); embedder LocalMiniLMEmbedder ({threads} thread(s) for "
-                f"stored texts, {precision} weights: the server's settings); similarity only "
+                f"user_id, top_k=10); the server's embedder (EMBEDDER={settings.embedder}, "
+                f"{threads} thread(s) for stored texts); similarity only "
                 "(no spaCy, no fastembed: no BM25, no entity boost)"
             ),
             "memories_loaded": mem0.loaded,
