@@ -176,9 +176,7 @@ def main() -> None:
                 totals[k] += value
             if args.sparse and engine is not None:
                 lexical = bm25_rankings(texts, asked, ids)
-                turn_codes = engine.sparse(texts, fmt="scipy")
-                query_codes = engine.sparse(asked, fmt="scipy")
-                scores = (query_codes @ turn_codes.T).toarray()
+                scores = engine.sparse(asked) @ engine.sparse(texts).T
                 sparse = [[ids[i] for i in np.argsort(-row, kind="stable")[:100]] for row in scores]
                 lists = {
                     "bm25": lexical,
