@@ -8,8 +8,8 @@ under load the model runs bigger batches instead of many single texts, and the e
 queues texts and receives vectors.
 
 A model whose vector of a text depends on the other texts of its batch must not be used this
-way; the local MiniLM graph quantizes each token on its own for this reason
-(``minilm_graph._quantized_rows``).
+way; the local graphs quantize each token on their own for this reason
+(``quantized_layers.quantized_rows``).
 """
 
 from __future__ import annotations

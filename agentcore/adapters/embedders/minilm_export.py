@@ -6,7 +6,7 @@ That export stores every weight matrix as int8 with a float32 scale per row (emb
 or per output column (linear layers), and dequantizes it in the graph before a float32
 ``MatMul``: activations stay float32, so nothing depends on the texts batched together. Here the
 same dequantization (``int8 × scale``) gives float32 weights under the names of ``BertModel``'s
-state dict, for ``minilm_graph`` to build its own graph (with sentence-transformers' pooling
+state dict, for ``bert_graph`` to build its own graph (with sentence-transformers' pooling
 and normalization inside). A linear layer is named after the bias its ``MatMul`` output is added
 to, found by walking the export's graph. Measured against sentence-transformers' own fp32
 vectors (``tests/fixtures/minilm_reference.json``): cosine 0.9993 on average, 0.996 at worst.
