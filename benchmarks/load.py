@@ -45,16 +45,18 @@ from rpc_client import RpcConnection
 from service_latency import ServerCpu, corpus, percentiles
 from serving import embedded_env, free_port, serve
 
-from agentcore.adapters.embedders.local_minilm import LocalMiniLMEmbedder
+from agentcore.bootstrap import build_embedder
+from agentcore.config import Settings
 
 USER = "load-user"
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/test"
 
 
 def embedding_floor(texts: list[str]) -> dict[str, float]:
-    """Embeddings per second of the service's local model (its default precision) on every
-    core: 1,024 texts in one call, which its threads share a batch at a time."""
-    embedder = LocalMiniLMEmbedder(threads=os.cpu_count() or 1)
+    """Embeddings per second of the service's embedder (``EMBEDDER``, as configured in the
+    environment) on every core: 1,024 texts in one call, which its threads share a batch at a
+    time."""
+    embedder = build_embedder(Settings(embedder_threads=os.cpu_count() or 1))
     sample = texts[:1024]
 
     async def embed_all() -> float:

@@ -60,14 +60,13 @@ from rpc_client import RpcConnection
 from service_latency import corpus, percentiles
 from serving import embedded_env, free_port, serve
 
-from agentcore.adapters.embedders.local_minilm import LocalMiniLMEmbedder
 from agentcore.adapters.vectors.edge import EdgeVectorStore
 from agentcore.adapters.vectors.edge_shard import SEARCH_PARAMS
-from agentcore.bootstrap import build_container
+from agentcore.bootstrap import build_container, build_embedder
 from agentcore.config import Settings
 from agentcore.domain.models import ScopeIds, ScopeLevel, scope_key
 from agentcore.domain.records import NewMemory
-from agentcore.services.ports import Vectors
+from agentcore.services.ports import Embedder, Vectors
 
 USER = "scale-user"
 BATCH = 100
@@ -79,10 +78,11 @@ NOISE = 0.02
 class SyntheticEmbedder:
     """The real model's vector of each text's LoCoMo turn, plus noise (module docstring)."""
 
-    def __init__(self, base: dict[str, Vectors], model_name: str, dimension: int) -> None:
+    def __init__(self, base: dict[str, Vectors], real: Embedder) -> None:
         self._base = base
-        self._model_name = model_name
-        self._dimension = dimension
+        self._model_name = real.model_name
+        self._dimension = real.dimension
+        self._background = real.background_similarity
         self._rng = np.random.default_rng(3)
 
     @property
@@ -99,7 +99,7 @@ class SyntheticEmbedder:
 
     @property
     def background_similarity(self) -> float:
-        return 0.0
+        return self._background
 
     async def embed(self, texts: Sequence[str]) -> Vectors:
         rows = np.stack([self._base[text.rsplit(" (#", 1)[0]] for text in texts])
@@ -121,12 +121,12 @@ def text_of(turns: list[str], i: int) -> str:
 
 async def load(settings: Settings, turns: list[str], count: int, vectors: str) -> dict[str, Any]:
     """Store ``count`` memories through the container's bulk path; time it."""
-    real = LocalMiniLMEmbedder(threads=os.cpu_count() or 1)
+    real = build_embedder(settings.model_copy(update={"embedder_threads": os.cpu_count() or 1}))
     embedder: Any = real
     if vectors == "synthetic":
         distinct = list(dict.fromkeys(turns))
         base = dict(zip(distinct, await real.embed(distinct), strict=True))
-        embedder = SyntheticEmbedder(base, real.model_name, real.dimension)
+        embedder = SyntheticEmbedder(base, real)
     container = await build_container(settings, embedder=embedder)
     started = time.monotonic()
     try:
@@ -205,7 +205,7 @@ async def finish_index(data_dir: str, dimension: int, model: str) -> dict[str, A
 
 
 async def embed_questions(questions: list[str], count: int) -> list[list[float]]:
-    model = LocalMiniLMEmbedder(threads=os.cpu_count() or 1)
+    model = build_embedder(Settings(embedder_threads=os.cpu_count() or 1))
     rng = random.Random(5)
     queries = [(await model.embed_query(rng.choice(questions))).tolist() for _ in range(count)]
     await model.close()
@@ -331,7 +331,7 @@ def main() -> None:
                 report["load"] = uvloop.run(load(settings, turns, args.memories, args.vectors))
                 loaded.write_text(json.dumps(report["load"]))
             if args.mode == "embedded":
-                real = LocalMiniLMEmbedder(threads=1)
+                real = build_embedder(settings.model_copy(update={"embedder_threads": 1}))
                 report["index"] = uvloop.run(
                     finish_index(data_dir, real.dimension, real.model_name)
                 )
