@@ -76,6 +76,7 @@ def test_a_statement_fills_a_slot(text: str, slot: str, value: str) -> None:
         "My day is going great.",
         "I love hiking on weekends.",
         "I live in a small town.",
+        "I've started eating more lentils.",  # more of a food is no diet
     ],
 )
 def test_other_sentences_fill_no_slot(text: str) -> None:

@@ -190,7 +190,7 @@ _RULES: tuple[Rule, ...] = (
     make_rule(
         rf"{_SUBJECT}{_ADVERB}(?:{_HAVE})?(?:(?:started|stopped|quit|gave up)\s+eating|"
         r"(?:eat|eats) (?P<again>meat|fish|dairy|eggs) again)"
-        r"(?:\s+(?P<v>meat|fish|dairy|eggs|animal products|red meat))?",
+        r"(?:\s+(?P<v>meat|fish|dairy|eggs|animal products|red meat)\b|(?=\s*(?:$|[,;.!?])))",
         "diet",
     ),
     make_rule(
