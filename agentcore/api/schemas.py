@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from agentcore import __version__
 from agentcore.domain.models import Memory, MemoryEvent
 from agentcore.services.health import HealthReport
-from agentcore.services.retrieval import ScoredMemory
+from agentcore.services.ranked import ScoredMemory
 
 
 class MemoryOut(BaseModel):

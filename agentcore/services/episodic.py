@@ -24,7 +24,8 @@ from agentcore.domain.records import MemoryChanges, NewMemory
 from agentcore.domain.scopes import owning_level, visible_scope_keys
 from agentcore.services.memory_manager import MemoryManager
 from agentcore.services.ports import EpisodeItem, EpisodeQuery, UnitOfWorkFactory
-from agentcore.services.retrieval import ScoredMemory, SearchQuery
+from agentcore.services.ranked import ScoredMemory
+from agentcore.services.retrieval import SearchQuery
 
 REASONS = frozenset({"evicted", "flushed", "idle"})
 _CLOSING = frozenset({"flushed", "idle"})

@@ -45,6 +45,7 @@ from agentcore.domain.updates.subjects import asked_people, states_for
 from agentcore.services.access import AccessRecorder
 from agentcore.services.candidates import CandidateGenerator, Fusion, LexicalIndex
 from agentcore.services.ports import Embedder, UnitOfWorkFactory, VectorFilter, VectorStore
+from agentcore.services.ranked import ScoredMemory, answers_first, current_of, in_place_of
 
 # Candidates ranked beyond ``limit``, so the other factors of the score can lift a memory that
 # is slightly less relevant (candidates come from ``agentcore.services.candidates``).
@@ -80,17 +81,6 @@ class SearchQuery:
             self.where,
             created_between(self.since, self.until, through=self.as_of),
         )
-
-
-@dataclass(frozen=True, slots=True)
-class ScoredMemory:
-    memory: Memory
-    score: float
-    similarity: float
-    factors: dict[str, float] = field(default_factory=dict)
-    contradicts: tuple[str, ...] = ()  # ids of other results this one contradicts
-    superseded_by: str | None = None  # the contradicting result preferred over this one
-    current_for: str | None = None  # ranked first as the current value of this slot
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,7 +226,7 @@ class EnhancedRetrieval:
         if q.order_by == "precedence":  # chosen by score, shown most specific scope first
             top.sort(key=lambda s: (s.memory.scope_level.precedence, -s.score))
         top = await self._current_first(top, ctx, q.as_of or ctx.now, where)
-        top = _answers_first(top, answers, ctx, q.as_of or ctx.now)
+        top = answers_first(top, answers, ctx, q.as_of or ctx.now)
         top = _flag_contradictions(top)[: q.limit]
         if self._access is not None:
             self._access.note([s.memory.id for s in top], ctx.now)
@@ -286,12 +276,12 @@ class EnhancedRetrieval:
         for s in top:
             if s.memory.id in placed:
                 continue  # a current value already moved up to the place of an old one
-            current = _current_of(s.memory, known, when, ctx.now)
+            current = current_of(s.memory, known, when, ctx.now)
             if current is not None:
                 s = replace(s, superseded_by=current.id)
                 if current.id not in placed:
                     placed.add(current.id)
-                    out.append(_in_place_of(s, ranked.get(current.id), current, ctx))
+                    out.append(in_place_of(s, ranked.get(current.id), current, ctx))
             placed.add(s.memory.id)
             out.append(s)
         return out
@@ -330,68 +320,6 @@ def prime_ranking_soon(contents: Sequence[str]) -> None:
 
     if contents:
         loop.call_soon(step, 0)
-
-
-def _answers_first(
-    top: list[ScoredMemory], answers: Sequence[Memory], ctx: ScoreContext, when: datetime
-) -> list[ScoredMemory]:
-    """The current values of the slot the query asked about, newest first, ahead of the
-    ranking (each with its own factors; one that was not a candidate gets the best
-    candidate's relevance), then the rest of the ranking."""
-    live = [
-        m
-        for m in answers
-        if m.created_at <= when
-        and m.current_at(when)
-        and not m.is_expired(ctx.now)
-        and m.compacted_into_id is None
-    ]
-    if not live:
-        return top
-    live.sort(key=lambda m: m.created_at, reverse=True)
-    ranked = {s.memory.id: s for s in top}
-    best = max((s.score for s in top), default=0.0)
-    relevance = max((s.factors.get("similarity", 0.0) for s in top), default=0.0)
-    first = []
-    for memory in live:
-        found = ranked.get(memory.id)
-        if found is None:
-            values = factors(memory, relevance, ctx)
-            found = ScoredMemory(memory, combine(values, ctx.weights), values["similarity"], values)
-        first.append(replace(found, score=max(found.score, best), current_for=memory.fact_slot))
-    placed = {s.memory.id for s in first}
-    return first + [s for s in top if s.memory.id not in placed]
-
-
-def _in_place_of(
-    old: ScoredMemory, ranked: ScoredMemory | None, current: Memory, ctx: ScoreContext
-) -> ScoredMemory:
-    """The current value ranked where ``old`` was: its own factors (with the relevance of the
-    old value when it was not a candidate itself), at least the old value's score."""
-    if ranked is None:
-        values = factors(current, old.factors["similarity"], ctx)
-        ranked = ScoredMemory(current, combine(values, ctx.weights), values["similarity"], values)
-    return replace(ranked, score=max(ranked.score, old.score))
-
-
-def _current_of(
-    memory: Memory, known: Mapping[str, Memory], when: datetime, now: datetime
-) -> Memory | None:
-    """The current memory of ``memory``'s chain of updates at ``when``, if it is not
-    ``memory`` itself and still readable (not deleted, expired or compacted away)."""
-    seen = {memory.id}
-    current = memory
-    while not current.current_at(when):
-        successor = known.get(current.superseded_by or "")
-        if successor is None:
-            break
-        current = successor
-        if current.id in seen:
-            return None
-        seen.add(current.id)
-    if current is memory or current.is_expired(now) or current.compacted_into_id is not None:
-        return None
-    return current
 
 
 def _flag_contradictions(results: list[ScoredMemory]) -> list[ScoredMemory]:

@@ -50,7 +50,8 @@ from agentcore.services.costs import CostTracker
 from agentcore.services.errors import MAX_HISTORY, ErrorTracker
 from agentcore.services.memory_manager import ListRequest, MemoryManager
 from agentcore.services.ports import UnitOfWork, UnitOfWorkFactory
-from agentcore.services.retrieval import ScoredMemory, SearchQuery
+from agentcore.services.ranked import ScoredMemory
+from agentcore.services.retrieval import SearchQuery
 
 PAST_INTERVENTIONS = 20  # the newest interventions the recommendation looks at
 # What a signal makes worth more in the ranking: (weight, at least this value).

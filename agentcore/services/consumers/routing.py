@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from agentcore.domain.models import Layer, ScopeIds, ScopeLevel
 from agentcore.services.memory_manager import MemoryManager
 from agentcore.services.procedural import ProceduralMemoryService
-from agentcore.services.retrieval import ScoredMemory, SearchQuery
+from agentcore.services.ranked import ScoredMemory
+from agentcore.services.retrieval import SearchQuery
 
 MEMORY_SHARE, PROCEDURE_SHARE = 0.6, 0.4
 EVIDENCE = 3
