@@ -31,9 +31,9 @@ log = logging.getLogger(__name__)
 _Batch = tuple[list[tuple[int, OutboxEntry]], "asyncio.Future[Prepared]"]
 
 
-AfterIndexing = Callable[[Sequence[str]], Awaitable[object]]
+AfterIndexing = Callable[[Sequence[Memory]], Awaitable[object]]
 """Work on memories whose vectors were just written, before they count as indexed (reading
-knowledge updates: ``services.supersession.UpdateReader``); it gets their ids."""
+knowledge updates: ``services.supersession.UpdateReader``); it gets them as submitted."""
 
 
 class VectorIndexer:
@@ -49,7 +49,7 @@ class VectorIndexer:
         self._batch_size = batch_size
         self._max_wait = max_wait
         self._after = after
-        self._followed: set[str] = set()  # memory ids ``after`` is owed
+        self._followed: dict[str, Memory] = {}  # the memories ``after`` is owed, by id
         self._queue: deque[tuple[int, OutboxEntry]] = deque()  # (sequence number, entry)
         self._last_of_scope: dict[str, int] = {}  # scope key -> its newest sequence number
         self._submitted = 0
@@ -67,7 +67,7 @@ class VectorIndexer:
         if not entries:
             return
         if follow and self._after is not None:
-            self._followed.update(memory.id for _, memory in entries)
+            self._followed.update((memory.id, memory) for _, memory in entries)
         for entry_id, memory in entries:
             self._submitted += 1
             self._queue.append((self._submitted, OutboxEntry(entry_id, memory.id, UPSERT, 0)))
@@ -137,10 +137,9 @@ class VectorIndexer:
     async def _follow(self, memory_ids: list[str], upserted: list[str]) -> None:
         """``after`` for the followed memories of a batch whose vectors were written (one that
         failed is replayed later without it: an update it states is not read)."""
-        followed = [m for m in dict.fromkeys(memory_ids) if m in self._followed]
-        self._followed.difference_update(followed)
+        followed = [self._followed.pop(m) for m in dict.fromkeys(memory_ids) if m in self._followed]
         written = set(upserted)
-        followed = [m for m in followed if m in written]
+        followed = [m for m in followed if m.id in written]
         if not followed or self._after is None:
             return
         try:

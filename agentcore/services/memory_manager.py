@@ -183,11 +183,11 @@ class MemoryManager:
         self._indexer.submit(list(zip(entry_ids, memories, strict=True)), follow=True)
         return entry_ids
 
-    async def _read_updates(self, memory_ids: Sequence[str]) -> None:
+    async def _read_updates(self, memories: Sequence[Memory]) -> None:
         """Once the vectors of new memories are written: the facts they update, read from
         meaning (``UpdateReader``), are superseded."""
         if self._updates is not None:
-            await self._updates.read(memory_ids, self._record)
+            await self._updates.read(memories, self._record)
 
     async def get(self, memory_id: str, scope: ScopeIds) -> Memory:
         """The memory, counting one access."""

@@ -5,11 +5,15 @@ event by the actor ``supersession``; nothing is deleted). Two readers decide, on
 - **the rules, on write** (``supersede``, in the add's transaction): a memory whose slot the
   rules read (``agentcore.domain.updates.statements``, or an LLM extractor's ``slot``)
   supersedes the current memories of its slot with another value, so the next read sees it;
-- **meaning, once the vector is written** (``UpdateReader``, called by the indexer before the
-  memory counts as indexed, so a search that waits for its scope sees the result): the new
-  memory, read as a question, retrieves the scope's nearest current facts, and
-  ``agentcore.domain.updates.replacement`` decides from their similarity (relative to the
-  model and to the scope) and the readers' vetoes; its own transaction records it.
+- **meaning, confirmed, once the vector is written** (``UpdateReader``, called by the indexer
+  before the memory counts as indexed, so a search that waits for its scope sees the result):
+  a new memory whose words could confirm a replacement, read as a question, retrieves the
+  scope's nearest current facts, and ``agentcore.domain.updates.replacement`` decides from
+  their similarity (relative to the model and to the scope), the readers' vetoes and a
+  confirmation besides meaning (a change said in words, the old value said to have ended, the
+  same rule slot, what is new about the old one's matter); its own transaction records it.
+  What meaning alone relates is recorded nowhere (a question about now may still rank the
+  newer first: ``agentcore.domain.updates.ranking``).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from agentcore.domain.updates.replacement import (
     Bars,
     Calibration,
     Reading,
+    may_replace,
     reading_of,
     replaces,
 )
@@ -40,9 +45,10 @@ from agentcore.services.ports import (
 SUPERSESSION = "supersession"  # the actor of the history event that marks a memory superseded
 
 # The bars, in units of the model (``Calibration.lift``): 0 is how close unrelated statements
-# are under it, 1 a perfect match. Chosen on the development half of
-# benchmarks/data/knowledge_updates.json (docs/decisions.md, Knowledge updates).
-BARS = Bars(lift=0.24, margin=0.1)
+# are under it, 1 a perfect match; ``linked`` where the words name the old value, slot or
+# matter. Chosen on benchmarks/data/knowledge_updates.json (docs/decisions.md, Knowledge
+# updates).
+BARS = Bars(lift=0.24, margin=0.1, linked=0.15)
 _NEIGHBOURS = 8  # nearest memories of the scope read for each new fact
 _TYPICAL = 5  # the rank of the neighbour that stands for an ordinary one (``replaces``)
 _CONSIDERED = 3  # the nearest ones a new fact may replace (the first the readers allow)
@@ -112,15 +118,20 @@ class UpdateReader:
         self._references = references
         self._calibration: Calibration | None = None
 
-    async def read(self, memory_ids: Sequence[str], record: RecordEvent) -> int:
-        """Each of these memories (oldest first) that states a fact of the episodic or
+    async def read(self, memories: Sequence[Memory], record: RecordEvent) -> int:
+        """Each of these new memories (oldest first) that states a fact of the episodic or
         semantic layer supersedes the current fact of its scope that it gives a new value, if
-        meaning finds one (``agentcore.domain.updates.replacement``). Returns how many
-        supersessions were recorded."""
+        meaning finds one and another signal confirms it
+        (``agentcore.domain.updates.replacement``). Their words are read first, as given: only
+        a memory that could replace a fact by its words is read again from the database and
+        costs an embedding. Returns how many supersessions were recorded."""
+        worth = [m.id for m in memories if _worth_reading(m)]
+        if not worth:
+            return 0
         async with self._uow_factory(read_only=True) as uow:
-            memories = await uow.memories.get_many(memory_ids)
+            current = await uow.memories.get_many(worth)
         recorded = 0
-        for memory in sorted(memories, key=lambda m: (m.created_at, m.id)):
+        for memory in sorted(current, key=lambda m: (m.created_at, m.id)):
             if await self._read_one(memory, record):
                 recorded += 1
         return recorded
@@ -140,11 +151,9 @@ class UpdateReader:
         return self._calibration
 
     async def _read_one(self, memory: Memory, record: RecordEvent) -> bool:
-        if memory.layer not in FACT_LAYERS or memory.superseded_by or memory.compacted_into_id:
-            return False
-        new = _reading(memory)
-        if not new.may_replace:
+        if not _worth_reading(memory):
             return False  # decided by its words: no embedding spent
+        new = _reading(memory)
         calibration = await self.calibration()
         query = await self._embedder.embed_query(memory.content)
         flt = VectorFilter(
@@ -191,6 +200,16 @@ class UpdateReader:
 
 def _reading(memory: Memory) -> Reading:
     return reading_of(memory.content, memory.fact_slot, memory.fact_value)
+
+
+def _worth_reading(memory: Memory) -> bool:
+    """A current fact of a fact layer whose words may replace an older one."""
+    return (
+        memory.layer in FACT_LAYERS
+        and memory.superseded_by is None
+        and memory.compacted_into_id is None
+        and may_replace(memory.content, memory.fact_slot, memory.fact_value)
+    )
 
 
 def _may_be_replaced(old: Memory, new: Memory) -> bool:

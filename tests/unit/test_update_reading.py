@@ -9,8 +9,11 @@ import pytest
 from agentcore.domain.updates import cues
 from agentcore.domain.updates.questions import asks_now, timeless
 from agentcore.domain.updates.replacement import (
-    ABOUT_THE_VALUE,
     ADDS,
+    BY_ENDING,
+    BY_MATTER,
+    BY_SLOT,
+    BY_WORDS,
     FAR,
     NO_NEW_VALUE,
     NOT_A_FACT,
@@ -22,8 +25,10 @@ from agentcore.domain.updates.replacement import (
     OTHER_THING,
     REPLACES,
     SAME_VALUE,
+    UNCONFIRMED,
     Bars,
     Calibration,
+    may_replace,
     reading_of,
     replaces,
 )
@@ -200,11 +205,66 @@ def test_meaning_must_be_close_and_stand_out_in_the_scope() -> None:
         ("I drive a Skoda Fabia.", "The Skoda got new tyres, finally.", NOTHING_NEW),
         ("My work laptop runs Linux.", "I run Windows 11 on my desktop now.", OTHER_THING),
         ("I keep my notes in Joplin.", "I switched my notes to dark mode.", NO_NEW_VALUE),
-        ("I work at Canva.", "Canva moved us to a bigger office in June.", ABOUT_THE_VALUE),
     ],
 )
 def test_the_readers_veto_what_meaning_cannot_tell_apart(old: str, new: str, reason: str) -> None:
     assert verdict(old, new) == reason
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I speak Dutch at home.", "I speak English at work now."),  # only the verb is shared
+        ("I play the cello in a quartet.", "I play the trumpet in a jazz band."),
+        ("Henrik teaches maths.", "Henrik coaches the rowing team."),
+        ("I work at Canva.", "Canva moved us to a bigger office in June."),  # about the value
+        ("I bake sourdough at weekends.", "I've started a pottery course lately."),
+    ],
+)
+def test_what_only_meaning_relates_is_not_a_replacement(old: str, new: str) -> None:
+    assert verdict(old, new) == UNCONFIRMED  # however close in meaning
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "confirmed_by"),
+    [
+        ("I drive a Skoda Fabia.", "Sold the Skoda, I cycle everywhere now.", BY_ENDING),
+        ("Ingrid coaches our team.", "Ingrid retired, Pablo coaches us.", BY_ENDING),
+        ("I drive a Skoda Fabia.", "I switched to a Kia Niro last month.", BY_WORDS),
+        ("I buy veg at the market.", "We get a veg box delivered instead.", BY_WORDS),
+        ("Our wiki runs on Confluence.", "We migrated the wiki to Notion.", BY_WORDS),
+        ("I keep my recipes in a paper binder.", "My recipes live in Paprika now.", BY_MATTER),
+        ("The standup is at 9:15.", "The standup is at 10 these days.", BY_MATTER),
+    ],
+)
+def test_what_confirms_a_replacement(old: str, new: str, confirmed_by: str) -> None:
+    found = replaces(reading_of(old), reading_of(new), CLOSE, TYPICAL, CALIBRATION, BARS)
+    assert (found.reason, found.confirmed_by) == (REPLACES, confirmed_by)
+
+
+def test_a_confirmation_by_name_slot_or_matter_needs_less_meaning_than_words_alone() -> None:
+    bars = Bars(lift=0.25, margin=0.1, linked=0.1)
+    similarity = 0.68  # lift 0.2: between the two bars
+    old = reading_of("I drive a Skoda Fabia.")
+    ended = reading_of("Sold the Skoda, I cycle everywhere now.")
+    switched = reading_of("I switched to a Kia Niro last month.")
+    assert replaces(old, ended, similarity, TYPICAL, CALIBRATION, bars).replaces
+    assert replaces(old, switched, similarity, TYPICAL, CALIBRATION, bars).reason == FAR
+
+
+@pytest.mark.parametrize(
+    ("text", "worth"),
+    [
+        ("I moved to Tallinn in May.", True),
+        ("My new bank is Revolut.", True),
+        ("I drive a Skoda Fabia.", False),  # nothing could confirm a replacement
+        ("Where did you move to?", False),
+        ("Haha, so glad you moved, enjoy it!", False),
+        ("I moved to Tallinn in May and " + "it has been lovely there " * 5 + "now.", False),
+    ],
+)
+def test_words_decide_first_which_statements_are_read_further(text: str, worth: bool) -> None:
+    assert may_replace(text) is worth
 
 
 def test_an_old_value_that_ended_is_replaced_without_a_new_name() -> None:
@@ -217,7 +277,7 @@ def test_rule_slots_confirm_or_veto() -> None:
     old = reading_of("I live in Graz.", "user|home", "graz")
     same = reading_of("I moved to Linz.", "user|home", "linz")
     other = reading_of("My favourite city is Linz now.", "user|favorite:city", "linz")
-    assert replaces(old, same, CLOSE, TYPICAL, CALIBRATION, BARS).replaces
+    assert replaces(old, same, CLOSE, TYPICAL, CALIBRATION, BARS).confirmed_by == BY_SLOT
     assert replaces(old, other, CLOSE, TYPICAL, CALIBRATION, BARS).reason == OTHER_SLOT
 
 

@@ -85,12 +85,31 @@ _NOT_NOW = re.compile(
     r"would like|'d like|dream|dreams|someday|one day|if|unless|"
     r"(?<!getting )(?<!get )(?<!got )used to|back in|when i was|when we were|years ago|"
     r"interviewing|applying|visiting|trip|vacation|holiday|conference|going to|gonna|'ll|"
+    r"trying|testing|trying out|trial|"
     r"would|could|'d)\b"
     r"|\b(?-i:may|might|will)\b"
     r"|(?<!starting )(?<!from )(?<!as of )(?<!for the )\bnext (?:week|month|year|weekend|"
     r"summer|spring|autumn|fall|winter|monday|tuesday|wednesday|thursday|friday|saturday|"
     r"sunday)\b"
     r"|\bfor (?:a|two|three|a few|a couple of) (?:days?|nights?|weeks?)\b",
+    re.IGNORECASE,
+)
+# Words that say in themselves that something was replaced: whatever it was, it no longer
+# holds ("no longer", "instead", "from now on", "I switched to a Kia", "moved over to Linz").
+_REPLACED = re.compile(
+    r"\b(?:no longer|not any ?more|anymore|no more|instead|from now on|going forward|as of|"
+    r"replac(?:ed|es|ing)|swapp(?:ed|ing)|traded|overtaken|(?:has|have|'s|'ve) taken over|"
+    r"took over|(?:move|moved|moving|relocated|relocating|switched|switching|changed|changing|"
+    r"transferred|transferring|migrated|migrating|upgraded|ported|converted|"
+    r"promoted)(?:\s+(?:back|over|fully|all the way|everything|it all|all of it))?\s+"
+    r"(?:to|into|from)\b)",
+    re.IGNORECASE,
+)
+# Words that say something is new or holds now, which could as well be said of a second fact
+# ("now", "new", "these days", "since", "started"): they confirm an update only about the old
+# statement's matter (``replacement``).
+_NEW = re.compile(
+    r"\b(?:now|new|newly|currently|these days|nowadays|lately|since|again|any longer)\b",
     re.IGNORECASE,
 )
 _SECOND_PERSON = re.compile(
@@ -107,7 +126,8 @@ _ENDED = (
     r"(?:left|leaves|leaving|quit|quits|sold|ended|ends|over|passed away|died|retired|broke up|"
     r"split up|divorced|no longer|anymore|any more|no more|gave up|given up|stopped|cancell?ed|"
     r"dropped|ditched|dumped|got rid of|moved out|moved away|moved on|resigned|closed|"
-    r"shut down|finished|swapped|replaced|fired|laid off|let go|traded in|returned)"
+    r"shut down|finished|swapped|replaced|fired|laid off|let go|traded in|returned|gone|dead|"
+    r"switched off|turned off)"
 )
 _NEAR = 4  # words between a name and the word that ends it
 
@@ -172,3 +192,27 @@ def ends(text: str, names: frozenset[str]) -> bool:
         if re.search(after, head) or re.search(before, head):
             return True
     return False
+
+
+def says_replaced(text: str) -> bool:
+    """Whether a statement says in so many words that something was replaced: "no longer",
+    "instead", "from now on", "as of", "replaced", "I switched to a Kia", "moved over to
+    Linz" (a change verb with nothing moved: "I moved the sofa to the attic" does not)."""
+    return _REPLACED.search(said(text)) is not None
+
+
+def says_new(text: str) -> bool:
+    """Whether a statement says that something is new, holds now or changed, in words that
+    could as well be said of a second fact ("now", "new", "these days", "since", "started",
+    "joined")."""
+    head = said(text)  # with its opening words ("These days, ...")
+    return _NEW.search(head) is not None or _CHANGE.search(head) is not None
+
+
+_ENDING = re.compile(rf"\b{_ENDED}\b", re.IGNORECASE)
+
+
+def has_ending(text: str) -> bool:
+    """Whether a statement has a word that says a value ended (``ends`` checks that it is
+    said of a given name)."""
+    return _ENDING.search(plain(text)) is not None

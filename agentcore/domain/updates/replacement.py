@@ -1,17 +1,22 @@
-"""Whether a newer statement gives an older one's attribute a new value (``replaces``), from
-what the two mean and what the readers veto.
+"""Whether a newer statement gives an older one's attribute a new value (``replaces``): meaning
+relates them, no reader vetoes the pair, and a signal besides meaning confirms it.
 
-Meaning recognises: the newer statement, read as a question, retrieves the older one (the
-embedder's query/passage similarity) well above the model's background and above an ordinary
-neighbour in the scope. The readers veto what meaning cannot tell apart: a statement that is
-no fact, adds rather than replaces, or states nothing current (``cues``); another subject
-(``subjects``); two rule slots that differ, or agree on the value (``statements``); a newer
-statement that names nothing the older one did not ("Max got a new collar" after "We have a
-golden retriever named Max"), names no value where the older one named one ("I switched my
-notes to dark mode" after "I use Obsidian for notes"), is about another thing of the
-speaker's ("my desktop" / "my work laptop"), or opens on the older one's value ("Sarah moved
-our one-on-one to Friday" after "My manager is Sarah") — unless it says that value ended
-("Sold the Civic and bought a Tesla").
+- **Meaning** relates: the newer statement, read as a question, retrieves the older one (the
+  embedder's query/passage similarity) above the model's background and above an ordinary
+  neighbour in the scope (``Bars``).
+- **The vetoes** rule out what meaning cannot tell apart: a statement that is no fact, adds
+  rather than replaces, or states nothing current (``cues``); another subject (``subjects``);
+  two rule slots that differ, or agree on the value (``statements``); a newer statement that
+  names nothing the older one did not ("Max got a new collar" after "We have a golden
+  retriever named Max"), moves something else ("I moved the meeting notes to Notion"), is
+  about another thing of the speaker's ("my desktop" / "my work laptop"), or names no value
+  where the older one named one ("I switched my notes to dark mode" after "I use Obsidian")
+  — unless it says that value ended ("Sold the Civic").
+- **The confirmation** (``confirmation``): the rules read the same slot with another value,
+  the newer statement says the old value ended, says in so many words that something was
+  replaced, or says what is new or holds now about the older one's matter. A pair that only
+  meaning relates is not recorded ("I speak English at work" after "I speak German at
+  home"); a question about now may still rank the newer first (``ranking``).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from agentcore.domain.critical_facts import terms
+from agentcore.domain.critical_facts import stem, terms
 from agentcore.domain.updates import cues
 from agentcore.domain.updates.subjects import (
     Subject,
@@ -30,7 +35,7 @@ from agentcore.domain.updates.subjects import (
     same_subject,
     subject_of,
 )
-from agentcore.domain.updates.vocabulary import opening
+from agentcore.domain.updates.vocabulary import opening, said, word_set
 
 # What a verdict says (``Verdict.reason``).
 REPLACES = "replaces"
@@ -44,9 +49,15 @@ NOTHING_NEW = "names nothing new"
 OTHER_THING = "about another thing of the speaker's"
 NO_NEW_VALUE = "names no value in place of a named one"
 MOVES_SOMETHING_ELSE = "moves something else"
-ABOUT_THE_VALUE = "about the old value"
 FAR = "not close enough"
 NOT_DISTINCT = "not distinct in its scope"
+UNCONFIRMED = "related by meaning alone"
+
+# What a verdict's confirmation says (``Verdict.confirmed_by``).
+BY_SLOT = "the rules read its slot with another value"
+BY_ENDING = "it says the old value ended"
+BY_WORDS = "it says something was replaced"
+BY_MATTER = "it says what is new or holds now about the old one's matter"
 
 _NAMES = re.compile(r"[A-Z][\w.+&'-]*[\w+]|[A-Z]|\S*\d[\w.,:/+-]*|\S+@\S+")
 _TITLES = re.compile(r"\b(Dr|Mr|Mrs|Ms|Mx|Prof|St|Mt|Jr|Sr)\.")
@@ -62,7 +73,6 @@ class Reading:
     subject: Subject
     names: frozenset[str]  # proper names and numbers, lower-cased, not its holder's
     holder_names: frozenset[str]  # those of its holder ("nina")
-    opener_name: str  # the proper name it opens on ("" if none)
     things: frozenset[str]  # what it says the speaker has ("my work laptop"), stemmed
     moved: str | None  # what it says was moved to something else ("the meeting notes")
     words: frozenset[str]  # its content words and numbers, stemmed
@@ -73,12 +83,36 @@ class Reading:
     adds: bool  # ``cues.adds_to``
     change: bool  # ``cues.tells_a_change``
     listener: bool  # ``cues.addresses_listener``
+    replaced: bool  # ``cues.says_replaced``
+    new_said: bool  # ``cues.says_new``
+    ending: bool  # it has a word that says a value ended (``cues.ends`` near a name)
+    topic: frozenset[str]  # its content words that are neither values nor time, stemmed
 
     @property
     def may_replace(self) -> bool:
         """Whether, by its words alone, it may replace an older statement (checked before
-        anything is embedded)."""
-        return self.fact and self.current and self.change and not (self.adds or self.listener)
+        anything is embedded): it states one current fact that adds nothing, and it has what
+        could confirm a replacement (``confirmation``): a rule slot, a word that says
+        something was replaced, ended, is new or holds now."""
+        return (
+            self.fact
+            and self.current
+            and self.change
+            and not (self.adds or self.listener)
+            and (self.slot is not None or self.replaced or self.new_said or self.ending)
+        )
+
+
+def may_replace(text: str, slot: str | None = None, value: str | None = None) -> bool:
+    """``Reading.may_replace``, its cheapest checks first: most conversation turns are too
+    long, ask something or say nothing new, and are not read further."""
+    head = opening(text)
+    if len(head.split()) > cues.MAX_WORDS or "?" in head:
+        return False
+    cued = cues.says_replaced(text) or cues.says_new(text) or cues.has_ending(text)
+    if slot is None and not cued:
+        return False  # nothing could confirm a replacement (``confirmation``)
+    return reading_of(text, slot, value).may_replace
 
 
 @lru_cache(maxsize=4_096)
@@ -95,7 +129,6 @@ def reading_of(text: str, slot: str | None = None, value: str | None = None) -> 
         subject=subject,
         names=frozenset(n for n in names if n not in holder),
         holder_names=frozenset(n for n in names if n in holder),
-        opener_name=opener,
         things=possessions(text),
         moved=moved_thing(text),
         words=found.words | found.numbers,
@@ -106,6 +139,10 @@ def reading_of(text: str, slot: str | None = None, value: str | None = None) -> 
         adds=cues.adds_to(text),
         change=cues.tells_a_change(text),
         listener=cues.addresses_listener(text),
+        replaced=cues.says_replaced(text),
+        new_said=cues.says_new(text),
+        ending=cues.has_ending(text),
+        topic=_topic(text, names),
     )
 
 
@@ -127,20 +164,25 @@ class Calibration:
 @dataclass(frozen=True, slots=True)
 class Bars:
     """How close, in ``Calibration.lift``, a newer statement must be to the older one: at
-    least ``lift``, and ``margin`` more than the scope's ordinary neighbour."""
+    least ``lift``, or ``linked`` where its words name the older one's value, slot or matter
+    (``confirmation`` by slot, ending or matter: meaning then only has to agree), and
+    ``margin`` more than the scope's ordinary neighbour."""
 
     lift: float
     margin: float
+    linked: float | None = None  # None: ``lift`` for every confirmation
 
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
     replaces: bool
     reason: str
+    confirmed_by: str | None = None  # the signal besides meaning (``confirmation``)
 
     @property
     def vetoed(self) -> bool:
-        """The readers ruled the pair out whatever its similarity (another may still fit)."""
+        """The readers ruled the pair out whatever its similarity, or nothing but meaning
+        relates it (another neighbour may still fit)."""
         return self.reason not in (REPLACES, FAR, NOT_DISTINCT)
 
 
@@ -156,18 +198,46 @@ def replaces(
     new value. ``similarity``: ``new`` read as a query against ``old`` as a passage;
     ``typical``: the same for an ordinary neighbour of ``new`` in the scope (its k-th nearest
     memory; the background when the scope is small)."""
-    veto = _veto(old, new)
+    veto = vetoes(old, new)
     if veto is not None:
         return Verdict(False, veto)
+    confirmed_by = confirmation(old, new)
+    if confirmed_by is None:
+        return Verdict(False, UNCONFIRMED)
     lift = calibration.lift(similarity)
-    if lift < bars.lift:
-        return Verdict(False, FAR)
+    linked = bars.linked if bars.linked is not None and confirmed_by != BY_WORDS else bars.lift
+    if lift < linked:
+        return Verdict(False, FAR, confirmed_by)
     if lift - calibration.lift(typical) < bars.margin:
-        return Verdict(False, NOT_DISTINCT)
-    return Verdict(True, REPLACES)
+        return Verdict(False, NOT_DISTINCT, confirmed_by)
+    return Verdict(True, REPLACES, confirmed_by)
 
 
-def _veto(old: Reading, new: Reading) -> str | None:
+def confirmation(old: Reading, new: Reading) -> str | None:
+    """What, besides meaning, says that ``new`` replaces ``old`` (the vetoes passed): the rules
+    read the same slot with another value; ``new`` says the old value ended ("Sold the
+    Civic"); it says in so many words that something was replaced ("no longer", "instead",
+    "switched to", "I changed my major to ..." about the old one's major); or it says what is
+    new or holds now about the old one's matter, a word of the old statement that is neither
+    a value nor its subject ("my new GP" after "My GP is Dr. Patel", "Retro is on Wednesdays
+    now" after "Retro is every other Friday"). None: only meaning relates them ("I speak
+    English at work" after "I speak German at home")."""
+    if old.slot is not None and new.slot is not None:
+        return BY_SLOT  # ``vetoes`` let through only the same slot with another value
+    if new.ending and cues.ends(new.text, old.names | old.holder_names):
+        return BY_ENDING
+    if new.replaced:
+        return BY_WORDS
+    if new.moved is not None and new.moved in old.subject.words:
+        return BY_WORDS  # "We migrated the backend to Postgres" after "Our backend uses MySQL"
+    if new.new_said and old.topic & new.subject.words:
+        return BY_MATTER
+    return None
+
+
+def vetoes(old: Reading, new: Reading) -> str | None:
+    """Why the readers rule out that ``new`` replaces ``old``, whatever their similarity (None:
+    they do not)."""
     if not (old.fact and old.state and new.fact) or old.listener or new.listener:
         return NOT_A_FACT
     if new.adds:
@@ -206,9 +276,38 @@ def _value_veto(old: Reading, new: Reading) -> str | None:
         return OTHER_THING  # "I run Windows on my desktop" / "My work laptop runs macOS"
     if old.names and not new.names:
         return NO_NEW_VALUE
-    if new.opener_name in old.names:  # ``names`` leaves the holder out
-        return ABOUT_THE_VALUE
     return None
+
+
+# Words that say when or how things stand rather than what: no matter of a statement.
+_NOT_MATTER = frozenset(
+    stem(w)
+    for w in word_set(
+        "new newly current currently now since again lately recently day days week weeks "
+        "month months year years time today use used using start started love loving move "
+        "moved switch switched change changed replaced join joined became become left quit"
+    )
+)
+
+
+# The verb that follows a statement's subject ("I speak ...", "Tom lives ..."): it says what
+# kind of fact it is, not which one ("I speak Dutch at home" / "I speak English at work").
+_PREDICATE = re.compile(
+    r"^(?:i|we|you|he|she|they|(?-i:(?!(?:My|Our|The|This|That|These|Those|Their|His|Her|Its)\b)"
+    r"[A-Z][a-z]+))\s+(?:\w+ly\s+)?(?P<verb>[a-z]+)\b",
+    re.IGNORECASE,
+)
+
+
+def _topic(text: str, names: set[str]) -> frozenset[str]:
+    """The matter of what ``text`` says: its content words (a speaker prefix left out),
+    stemmed, without its names and numbers (values), words of time and the verb that follows
+    its subject."""
+    excluded = {stem(name) for name in names} | _NOT_MATTER
+    predicate = _PREDICATE.match(opening(text))
+    if predicate is not None:
+        excluded.add(stem(predicate.group("verb").lower()))
+    return frozenset(w for w in terms(said(text)).words if w not in excluded)
 
 
 def _names(text: str) -> set[str]:
