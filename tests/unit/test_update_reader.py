@@ -173,3 +173,15 @@ async def test_updates_and_promotions_are_not_read(rig: Rig) -> None:
     assert len(rig.embedder.queries) == asked
     assert (await rig.memory.read([old], ALICE))[0].superseded_by is None
 
+
+async def test_what_only_meaning_relates_ranks_first_for_now_and_is_not_recorded(
+    rig: Rig,
+) -> None:
+    old = await rig.add("Ravi coaches the juniors at the club.")
+    new = await rig.add("Ravi is with the seniors these days.")
+    await rig.settled()
+    assert (await rig.memory.read([old], ALICE))[0].superseded_by is None  # no confirmation
+    now = await rig.memory.search(SearchQuery("Who does Ravi coach at the club now?", ALICE))
+    assert [hit.memory.id for hit in now.results][:2] == [new, old]
+    plain = await rig.memory.search(SearchQuery("Who does Ravi coach at the club?", ALICE))
+    assert [hit.memory.id for hit in plain.results][:2] == [old, new]
