@@ -77,6 +77,7 @@ def test_a_statement_fills_a_slot(text: str, slot: str, value: str) -> None:
         "I love hiking on weekends.",
         "I live in a small town.",
         "I've started eating more lentils.",  # more of a food is no diet
+        "I got picked for a car mod workshop.",  # no car is named
     ],
 )
 def test_other_sentences_fill_no_slot(text: str) -> None:

@@ -269,6 +269,8 @@ _NOT_VALUES = re.compile(
     r"going|coming|visiting|doing|feeling|being)\b",
     re.IGNORECASE,
 )
+# A value that ends on an article or a preposition is a fragment of a sentence, not a value.
+_FRAGMENT = re.compile(r"\b(?:a|an|the|to|for|of|at|in|on|with|by|from|into)$")
 _NOT_STATEMENTS = re.compile(
     r"\?\s*$|^(?:if|when|whether|maybe|perhaps|do|does|did|should|would|could|can|will|"
     r"what|where|who|which|how|why)\b|\b(?:want|wants|wanted|hope|hopes|wish|wishes|plan|"
@@ -321,6 +323,8 @@ def _statement(rule: Rule, sentence: str, speaker: str | None) -> Statement | No
     proper = raw.strip()[:1].isupper()  # "Billing", "Reading": names, not activities
     if not value or (_NOT_VALUES.match(value) and not proper) or len(value.split()) > 8:
         return None
+    if _FRAGMENT.search(value):
+        return None  # "I got picked for a car mod workshop": "picked for a" names no car
     if rule.ended:
         value = f"not {value}"
     if attribute.split(":")[0] not in NAMED_ATTRIBUTES and (
