@@ -84,6 +84,8 @@ def read_cases(path: Path) -> list[Case]:
         if c["kind"] not in KINDS or c["split"] not in SPLITS:
             raise ValueError(f"{c['id']}: kind {c['kind']!r}, split {c['split']!r}")
         first, second = ("old", "new") if c["kind"] == "update" else ("first", "second")
+        if first not in c:  # a set that names both statements of every case "old" and "new"
+            first, second = "old", "new"
         out.append(
             Case(
                 id=c["id"],
