@@ -19,6 +19,7 @@ from typing import TypeVar
 
 from agentcore.domain.models import Memory
 from agentcore.domain.records import FACT_LAYERS, speaker_of
+from agentcore.domain.updates import cues
 from agentcore.domain.updates.replacement import Reading, reading_of, vetoes
 
 T = TypeVar("T")
@@ -63,6 +64,8 @@ def follows(old: Memory, new: Memory) -> bool:
         or speaker_of(old.metadata) != speaker_of(new.metadata)
     ):
         return False
+    if not (cues.reads_as_fact(new.content) and cues.reads_as_fact(old.content)):
+        return False  # what ``vetoes`` checks first, without reading the rest of either
     return vetoes(_reading(old), _reading(new)) is None
 
 
