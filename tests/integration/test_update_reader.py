@@ -38,6 +38,7 @@ NOT_UPDATES = [
     ("I drink green tea in the morning.", "I'm thinking about trying matcha next month."),
     ("I drive a Honda Civic.", "My sister sold her Civic last week."),
     ("I work at Siemens.", "My new laptop arrived today."),  # another attribute
+    ("I speak Dutch at home.", "I speak English at work now."),  # only meaning relates them
 ]
 
 
@@ -86,3 +87,15 @@ async def test_the_new_value_answers_a_question_about_now(stack: Container) -> N
     ids = [hit.memory.id for hit in found.results]
     assert ids[0] == second
     assert ids.index(first) > 0
+
+
+async def test_what_only_meaning_relates_ranks_first_for_now_unrecorded(stack: Container) -> None:
+    scope = ScopeIds(user_id="unconfirmed")
+    first, second = await _pair(
+        stack, scope, "Ravi coaches the juniors.", "Ravi coaches the seniors these days."
+    )
+    (kept,) = await stack.memory.read([first], scope)
+    assert kept.superseded_by is None
+    found = await stack.memory.search(SearchQuery("Who does Ravi coach now?", scope))
+    ids = [hit.memory.id for hit in found.results]
+    assert ids.index(second) < ids.index(first)
