@@ -243,9 +243,7 @@ class CandidateGenerator:
         # payload does not decide all of it (``vector_payload``: it returns a superset), the
         # store is asked for more and its best ``pool`` that the rows confirm are kept.
         wide = pool if flt.where is None or decided(flt.where) else pool * _WIDEN
-        lexical_side = (
-            self._no_hits() if dense_only else self._lexical_hits(query_words, flt, pool)
-        )
+        lexical_side = self._no_hits() if dense_only else self._lexical_hits(query_words, flt, pool)
         (vector, dense), lexical = await asyncio.gather(
             self._dense(query, flt, wide, exact=dense_only), lexical_side
         )
