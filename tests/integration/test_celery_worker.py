@@ -34,8 +34,8 @@ from tests.openai_chat_stub import API_KEY, FakeOpenAI, Reply, chat_server
 from tests.worker_process import celery_worker
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]
-# The worker builds its embedder from its settings: the one the containers built here with
-# LocalMiniLMEmbedder use.
+# The worker builds its embedder from its settings: the one every container built here uses
+# (they share the module's Postgres database, which records the embedder of its store).
 MINILM = {"EMBEDDER": "minilm"}
 
 
@@ -128,7 +128,8 @@ async def _planning_stage(api: Container, task_id: str) -> str:
 
 
 async def _llm_stages_on_a_worker(settings: Settings, worker: subprocess.Popen[bytes]) -> None:
-    api = await build_container(settings, vectors=FakeVectorStore())
+    embedder = LocalMiniLMEmbedder()
+    api = await build_container(settings, embedder=embedder, vectors=FakeVectorStore())
     try:
         first = await _planning_stage(api, "llm-on-worker")
         done = await api.compass.complete_stage("llm-on-worker", first, wait=True)
@@ -153,6 +154,7 @@ async def _llm_stages_on_a_worker(settings: Settings, worker: subprocess.Popen[b
         assert await api.stages.stage_memory(second) is None  # nothing half-written
     finally:
         await api.aclose()
+        await embedder.close()
 
 
 async def _until(
@@ -184,7 +186,7 @@ def test_llm_compression_on_a_worker_and_a_worker_that_dies(
             "OPENAI_BASE_URL": fake.url,
             "FACT_EXTRACTOR": "offline",
         }
-        with celery_worker(tmp_path / "worker", postgres_url, redis_url, **llm) as worker:
+        with celery_worker(tmp_path / "worker", postgres_url, redis_url, **llm, **MINILM) as worker:
             asyncio.run(_llm_stages_on_a_worker(settings, worker))
             assert worker.returncode == -signal.SIGKILL
 
