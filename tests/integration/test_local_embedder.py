@@ -36,6 +36,7 @@ from agentcore.adapters.embedders.quantized_layers import Int8Kernel
 from agentcore.adapters.embedders.safetensors import read_safetensors
 from agentcore.domain.errors import ConfigurationError
 from agentcore.services.ports import Embedder
+from tests.embedding_texts import row_cosines
 
 REFERENCE = json.loads(
     (Path(__file__).parents[1] / "fixtures" / "minilm_reference.json").read_text("utf-8")
@@ -70,14 +71,6 @@ async def embedder() -> AsyncIterator[LocalMiniLMEmbedder]:
     await loaded.close()
 
 
-def _cosines(a: npt.NDArray[np.float32], b: npt.NDArray[np.float32]) -> npt.NDArray[np.float64]:
-    products = np.sum(a * b, axis=1, dtype=np.float64)
-    cosines: npt.NDArray[np.float64] = products / (
-        np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
-    )
-    return cosines
-
-
 @pytest.mark.parametrize("int8", [True, False])
 async def test_vectors_match_sentence_transformers(int8: bool) -> None:
     embedder = LocalMiniLMEmbedder(int8=int8)
@@ -86,7 +79,7 @@ async def test_vectors_match_sentence_transformers(int8: bool) -> None:
         vectors = await embedder.embed(SENTENCES)
     finally:
         await embedder.close()
-    cosines = _cosines(vectors, np.asarray(REFERENCE["vectors"], dtype=np.float32))
+    cosines = row_cosines(vectors, np.asarray(REFERENCE["vectors"], dtype=np.float32))
     for sentence, cosine in zip(SENTENCES, cosines, strict=True):
         tokens = _token_count(sentence)
         message = f"{sentence[:40]!r} ({tokens} tokens): cosine {cosine:.6f}"
@@ -122,7 +115,7 @@ def test_both_int8_kernels_compute_the_same_vectors() -> None:
         np.testing.assert_allclose(vectors[0], vectors[1], atol=1e-5)
     else:  # AVX2 without VNNI: u8s8 saturates, and the embedder runs u8u8
         expected = np.asarray(REFERENCE["vectors"][: len(texts)], dtype=np.float32)
-        assert _cosines(vectors[1], expected).min() >= MIN_COSINE[True]
+        assert row_cosines(vectors[1], expected).min() >= MIN_COSINE[True]
 
 
 async def test_the_checked_graph_is_the_one_the_embedder_runs(
@@ -200,7 +193,7 @@ async def test_empty_input_gives_no_rows(embedder: LocalMiniLMEmbedder) -> None:
 async def test_batch_equals_one_at_a_time(embedder: LocalMiniLMEmbedder) -> None:
     batch = await embedder.embed(SENTENCES)
     singles = np.concatenate([await embedder.embed([sentence]) for sentence in SENTENCES])
-    assert _cosines(batch, singles).min() > 0.9999
+    assert row_cosines(batch, singles).min() > 0.9999
 
 
 async def test_order_is_kept_across_length_sorted_chunks() -> None:
@@ -214,7 +207,7 @@ async def test_order_is_kept_across_length_sorted_chunks() -> None:
         expected = np.concatenate([await small_chunks.embed([text]) for text in texts])
     finally:
         await small_chunks.close()
-    assert _cosines(vectors, expected).min() > 0.9999
+    assert row_cosines(vectors, expected).min() > 0.9999
 
 
 async def test_text_past_256_tokens_is_truncated(embedder: LocalMiniLMEmbedder) -> None:
@@ -297,7 +290,7 @@ async def test_int8_vectors_stay_close_to_fp32(embedder: LocalMiniLMEmbedder) ->
     assert queries.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(queries, axis=1), 1.0, atol=1e-5)
     np.testing.assert_allclose(queries, stored, atol=1e-6)  # one graph for both
-    cosines = _cosines(stored, fp32)
+    cosines = row_cosines(stored, fp32)
     assert cosines.min() > 0.995
     assert cosines.mean() > 0.998  # 0.9990 on these sentences, 0.9993 on LoCoMo turns
     assert not np.allclose(stored, fp32, atol=1e-4)  # it is the int8 graph that ran

@@ -73,8 +73,10 @@ ATTRIBUTION_PAGES = 5  # pages of 100 task memories searched for a constraint's 
 _PAGE = 100
 _TOKENS_PER_HIT = 20  # search results asked for per budget token: enough to fill it
 # A searched memory is shown only when its relevance to the query is at least this share of
-# the best match's: budget left over is not filled with memories about something else.
-RELEVANCE_FLOOR = 0.5
+# the best match's: budget left over is not filled with memories about something else (whose
+# calibrated relevance is a few hundredths of the best match's, where a weaker match of the
+# same matter keeps a tenth or more).
+RELEVANCE_FLOOR = 0.2
 
 
 @dataclass(frozen=True, slots=True)
