@@ -16,7 +16,10 @@ from agentcore.adapters.db.migrate import upgrade
 PG_HOST = "127.0.0.1:5432"
 PG_ROLES = ("postgres", "root")
 REDIS_URL = "redis://127.0.0.1:6379"
-REDIS_TEST_DB = 13
+# Concurrent test runs on one machine (e.g. two checkouts) pick apart Redis databases:
+# AGENTCORE_TEST_REDIS_SHIFT=3 moves every database the suite uses three lower.
+REDIS_SHIFT = int(os.environ.get("AGENTCORE_TEST_REDIS_SHIFT", "0"))
+REDIS_TEST_DB = 13 - REDIS_SHIFT
 
 
 def unavailable(reason: str) -> None:

@@ -8,7 +8,7 @@ from starlette.testclient import TestClient
 
 from agentcore.api.app import create_app
 from agentcore.config import Settings
-from tests.conftest import empty_redis, migrate
+from tests.conftest import REDIS_SHIFT, empty_redis, migrate
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +21,7 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
         yield test_client
 
 
-REDIS_DB = 11  # the Redis database of the production backend's module
+REDIS_DB = 11 - REDIS_SHIFT  # the Redis database of the production backend's module
 
 
 @pytest.fixture(

@@ -18,11 +18,11 @@ from agentcore.api.app import create_app
 from agentcore.config import Settings
 from agentcore.domain.critical_facts import missing_facts
 from tests.agent_trace import CRITICAL, STAGES
-from tests.conftest import empty_redis, migrate
+from tests.conftest import REDIS_SHIFT, empty_redis, migrate
 from tests.e2e.test_rpc_api import result, rpc
 from tests.worker_process import celery_worker
 
-REDIS_DB = 12  # this module's own database (the function-scoped fixture empties 13)
+REDIS_DB = 12 - REDIS_SHIFT  # this module's own database (the function-scoped fixture empties 13)
 TOKENS = BpeTokenCounter()
 
 

@@ -20,7 +20,7 @@ from agentcore.api.app import create_app
 from agentcore.bootstrap import build_container
 from agentcore.config import Settings
 from agentcore.domain.filter_grammar import parse_filter
-from tests.conftest import empty_redis, migrate
+from tests.conftest import REDIS_SHIFT, empty_redis, migrate
 from tests.e2e.test_rpc_api import result
 from tests.filter_oracle import satisfies
 from tests.filter_strategies import RECORDS, SESSION, filters, memory_of
@@ -29,7 +29,7 @@ pytestmark = [pytest.mark.postgres, pytest.mark.redis]
 
 USER = "e2e-filter-property"
 SCOPE = {"user_id": USER, "session_id": SESSION}
-REDIS_DB = 12
+REDIS_DB = 12 - REDIS_SHIFT
 QUERY = "Which box on the shelf holds the item?"
 
 

@@ -23,11 +23,11 @@ from starlette.testclient import TestClient
 from agentcore.adapters.db.migrate import head_revision
 from agentcore.api.app import create_app
 from agentcore.config import Settings
-from tests.conftest import PG_HOST, empty_redis, migrate
+from tests.conftest import PG_HOST, REDIS_SHIFT, empty_redis, migrate
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]
 
-REDIS_DB = 12
+REDIS_DB = 12 - REDIS_SHIFT
 ADMIN = f"postgresql://postgres@{PG_HOST}/test"
 
 
@@ -117,7 +117,7 @@ def test_production_mode_refuses_the_embedded_stores(tmp_path: Path) -> None:
         "PATH": "/usr/bin:/bin",
         "AGENTCORE_DATA_DIR": str(tmp_path),
         "AGENTCORE_MODE": "production",
-        "REDIS_URL": "redis://127.0.0.1:6379/12",
+        "REDIS_URL": f"redis://127.0.0.1:6379/{REDIS_DB}",
     }
     refused = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
     assert refused.returncode != 0
