@@ -21,8 +21,8 @@ run: install
 	$(BIN)/agentcore serve --host $(HOST) --port $(PORT)
 
 lint: install
-	$(BIN)/ruff format --check agentcore tests benchmarks scripts
-	$(BIN)/ruff check agentcore tests benchmarks scripts
+	$(BIN)/ruff format --check agentcore alembic tests benchmarks scripts
+	$(BIN)/ruff check agentcore alembic tests benchmarks scripts
 
 typecheck: install
 	$(BIN)/mypy

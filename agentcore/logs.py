@@ -80,9 +80,13 @@ class JsonFormatter(logging.Formatter):
 
 def configure_logging(settings: Settings) -> None:
     """The root logger's handler on stderr, in ``LOG_FORMAT`` at ``LOG_LEVEL`` (as
-    ``logging.basicConfig``: nothing changes when the root logger has a handler already)."""
+    ``logging.basicConfig``: nothing changes when the root logger has a handler already).
+
+    Alembic says only warnings: importing it logs a line per plugin it registers, and the
+    schema's state at start is the one line ``agentcore.adapters.db.migrate`` writes."""
     handler = logging.StreamHandler()
     handler.addFilter(RequestIdFilter())
     json_lines = settings.log_format == "json"
     handler.setFormatter(JsonFormatter() if json_lines else logging.Formatter(TEXT_FORMAT))
     logging.basicConfig(level=settings.log_level, handlers=[handler])
+    logging.getLogger("alembic").setLevel(logging.WARNING)

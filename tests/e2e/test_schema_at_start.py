@@ -3,11 +3,14 @@
 A database behind this release's schema (a fresh one included) keeps the service not ready and
 every call refused with a retryable PROVIDER_ERROR that says to run `agentcore migrate`; once
 it is migrated the service serves without a restart. ``AGENTCORE_MIGRATE_ON_START`` migrates it
-at start instead, and a schema this release does not know refuses every call for good.
+at start instead, and a schema this release does not know refuses every call for good. Either
+way the start-up log says what was done to the schema in one line, with none of Alembic's.
 """
 
 from __future__ import annotations
 
+import logging
+import re
 import secrets
 import subprocess
 import sys
@@ -24,6 +27,7 @@ from agentcore.adapters.db.migrate import head_revision
 from agentcore.api.app import create_app
 from agentcore.config import Settings
 from tests.conftest import PG_HOST, REDIS_SHIFT, empty_redis, migrate
+from tests.server_process import Server
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]
 
@@ -85,13 +89,32 @@ def test_a_fresh_database_waits_for_migrate_and_then_serves(
         assert "the database schema" not in client.get("/readyz").json()["starting"]
 
 
-def test_migrate_on_start_migrates_a_fresh_database(tmp_path: Path, empty_database: str) -> None:
+def test_migrate_on_start_migrates_a_fresh_database(
+    tmp_path: Path, empty_database: str, caplog: pytest.LogCaptureFixture
+) -> None:
     settings = _settings(tmp_path, empty_database, agentcore_migrate_on_start=True)
+    caplog.set_level(logging.INFO)
     with TestClient(create_app(settings)) as client:
         assert "result" in _add(client)
     with psycopg.connect(empty_database.replace("+psycopg", "")) as conn:
         row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
     assert row == (head_revision(),)
+    said = [r.getMessage() for r in caplog.records if "database schema at" in r.getMessage()]
+    assert len(said) == 1, said
+    assert said[0].startswith(f"database schema at {head_revision()} (was empty; applied ")
+    assert not [r for r in caplog.records if r.name.startswith("alembic")]
+
+
+def test_serve_logs_the_schema_in_one_line(tmp_path: Path) -> None:
+    log = tmp_path / "serve.log"
+    server = Server(tmp_path / "data", env={"LOG_LEVEL": "INFO"}, log=log)
+    server.start(timeout=120, until="/livez")  # the embedded database is migrated before
+    server.stop()
+    lines = log.read_text().splitlines()
+    schema = [line for line in lines if "database schema at" in line]
+    assert len(schema) == 1, lines
+    assert re.search(rf"at {head_revision()} \(was empty; applied \d+ migrations in ", schema[0])
+    assert not [line for line in lines if "alembic" in line], lines
 
 
 def test_a_schema_from_a_newer_release_stops_start_up(tmp_path: Path, empty_database: str) -> None:

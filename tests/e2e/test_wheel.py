@@ -1,12 +1,16 @@
-"""A wheel built from the checkout serves on its own: built with `python -m build`, installed
+"""A wheel built from the checkout carries what it needs: the Alembic migrations (alembic/ at the
+top of the repository, in the wheel as agentcore/_alembic) and every package of agentcore/; the
+migrations run from an unpacked wheel. The full check: built with `python -m build`, installed
 with pip into a fresh virtual environment (dependencies from the package index, nothing from
 this checkout), then `agentcore serve` answers memory.add and memory.search."""
 
 from __future__ import annotations
 
 import shutil
+import sqlite3
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import httpx
@@ -15,7 +19,7 @@ import pytest
 from tests.server_process import Server
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCES = ("pyproject.toml", "README.md", "agentcore")
+SOURCES = ("pyproject.toml", "README.md", "agentcore", "alembic")
 
 
 def run(*argv: str | Path, cwd: Path) -> str:
@@ -26,8 +30,7 @@ def run(*argv: str | Path, cwd: Path) -> str:
     return done.stdout
 
 
-@pytest.mark.timeout(1200)
-def test_a_wheel_installed_in_a_fresh_venv_serves(tmp_path: Path) -> None:
+def build_wheel(tmp_path: Path) -> Path:
     source = tmp_path / "source"  # a copy, so the build leaves the checkout as it was
     source.mkdir()
     for name in SOURCES:
@@ -48,6 +51,64 @@ def test_a_wheel_installed_in_a_fresh_venv_serves(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     (wheel,) = (tmp_path / "dist").glob("agentcore_memory-*.whl")
+    return wheel
+
+
+# Run with -I (no PYTHONPATH, no working directory on sys.path) and the unpacked wheel first on
+# sys.path, ahead of the checkout's editable install.
+MIGRATE_FROM_THE_WHEEL = """
+import sys
+sys.path.insert(0, sys.argv[1])
+import agentcore
+from agentcore.adapters.db.migrate import SCRIPT_LOCATION, upgrade
+print(agentcore.__file__)
+print(SCRIPT_LOCATION)
+upgrade(sys.argv[2])
+"""
+
+
+@pytest.mark.timeout(300)
+def test_the_wheel_carries_the_migrations_and_migrates_from_them(tmp_path: Path) -> None:
+    wheel = build_wheel(tmp_path)
+    unpacked = tmp_path / "unpacked"
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        archive.extractall(unpacked)
+
+    scripts = [p for p in (ROOT / "alembic").rglob("*") if p.is_file() and p.suffix != ".pyc"]
+    carried = {f"agentcore/_alembic/{p.relative_to(ROOT / 'alembic').as_posix()}" for p in scripts}
+    assert "agentcore/_alembic/versions/0001_initial.py" in carried
+    assert carried <= names, sorted(carried - names)
+    assert not any(name.startswith("alembic/") for name in names)  # never beside the library
+    packages = {p.parent.relative_to(ROOT).as_posix() for p in (ROOT / "agentcore").rglob("*.py")}
+    missing = sorted(p for p in packages if f"{p}/__init__.py" not in names)
+    assert not missing, f"not in the wheel: {missing}; list them in pyproject.toml"
+
+    database = tmp_path / "from-the-wheel.db"
+    where = run(
+        sys.executable,
+        "-I",
+        "-c",
+        MIGRATE_FROM_THE_WHEEL,
+        unpacked,
+        f"sqlite+aiosqlite:///{database}",
+        cwd=tmp_path,
+    ).splitlines()
+    assert where == [
+        str(unpacked / "agentcore" / "__init__.py"),
+        str(unpacked / "agentcore" / "_alembic"),
+    ]
+    with sqlite3.connect(database) as db:
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+        (revision,) = db.execute("SELECT version_num FROM alembic_version").fetchone()
+    assert {"memories", "memory_history", "episodes", "stages"} <= tables
+    newest = max(p.name for p in (ROOT / "alembic" / "versions").glob("[0-9]*.py"))
+    assert newest.startswith(f"{revision}_")
+
+
+@pytest.mark.timeout(1200)
+def test_a_wheel_installed_in_a_fresh_venv_serves(tmp_path: Path) -> None:
+    wheel = build_wheel(tmp_path)
 
     venv = tmp_path / "venv"
     run(sys.executable, "-m", "venv", venv, cwd=tmp_path)

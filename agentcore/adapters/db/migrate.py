@@ -1,17 +1,20 @@
 """Schema migrations: ``upgrade(url)`` runs ``alembic upgrade head`` in-process, and
 ``SchemaCheck`` holds the service back until its database is at that head.
 
-The Alembic scripts ship inside the package (``migrations/`` beside this file), so an
-installed wheel migrates as a checkout does, from any working directory; ``alembic.ini`` at
-the project root only serves the ``alembic`` command line in a checkout. Call ``upgrade``
-before the event loop starts or through ``asyncio.to_thread``: the Alembic environment runs
-its own loop.
+The Alembic scripts live in ``alembic/`` at the top of the repository; the wheel carries them
+inside the package as ``agentcore/_alembic`` (pyproject.toml maps the folder there), so an
+installed copy migrates as a checkout does, from any working directory. ``alembic.ini`` only
+serves the ``alembic`` command line in a checkout. Call ``upgrade`` before the event loop starts
+or through ``asyncio.to_thread``: the Alembic environment runs its own loop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import time
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
@@ -28,7 +31,19 @@ from agentcore.domain.errors import ConfigurationError, ProviderError
 
 log = logging.getLogger(__name__)
 
-SCRIPT_LOCATION = Path(__file__).resolve().parent / "migrations"
+_PACKAGE = Path(__file__).resolve().parents[2]
+
+
+def _script_location() -> Path:
+    # An installed wheel: inside the package. A checkout (an editable install too): the
+    # repository's alembic/ beside the package.
+    for candidate in (_PACKAGE / "_alembic", _PACKAGE.parent / "alembic"):
+        if (candidate / "env.py").is_file():
+            return candidate
+    return _PACKAGE / "_alembic"
+
+
+SCRIPT_LOCATION = _script_location()
 
 
 def alembic_config(url: str) -> Config:
@@ -46,8 +61,41 @@ def alembic_config(url: str) -> Config:
 
 
 def upgrade(url: str) -> None:
-    """Bring the database at ``url`` to the newest schema (a no-op when it is already there)."""
-    command.upgrade(alembic_config(url), "head")
+    """Bring the database at ``url`` to the newest schema (a no-op when it is already there).
+
+    Logs one line, e.g. ``database schema at 0011 (was empty; applied 11 migrations in
+    0.42 s)`` or ``database schema at 0011, up to date``; Alembic's own lines (one per
+    migration) are held back to warnings."""
+    config = alembic_config(url)
+    applied: list[tuple[str, str]] = []  # (from, to) per migration, filled in by env.py
+    config.attributes["applied"] = applied
+    started = time.perf_counter()
+    with _alembic_quiet():
+        command.upgrade(config, "head")
+    head = head_revision()
+    if not applied:
+        log.info("database schema at %s, up to date", head)
+        return
+    was = applied[0][0] or "empty"
+    log.info(
+        "database schema at %s (was %s; applied %d migration%s in %.2f s)",
+        head,
+        was if was == "empty" else f"at {was}",
+        len(applied),
+        "" if len(applied) == 1 else "s",
+        time.perf_counter() - started,
+    )
+
+
+@contextlib.contextmanager
+def _alembic_quiet() -> Iterator[None]:
+    logger = logging.getLogger("alembic")
+    level = logger.level
+    logger.setLevel(max(level, logging.WARNING))
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 @cache
@@ -100,8 +148,7 @@ class SchemaCheck:
                 "`agentcore migrate` (or serve with AGENTCORE_MIGRATE_ON_START=true)",
                 store=DATABASE,
             )
-        log.info("migrating the database schema (%s) to %s", said, head)
-        await asyncio.to_thread(upgrade, self._url)
+        await asyncio.to_thread(upgrade, self._url)  # logs the one line of what it did
 
 
 def _known(revision: str) -> bool:

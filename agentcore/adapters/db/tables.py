@@ -1,6 +1,6 @@
 """The relational schema: memories, their history, the vector outbox and the COMPASS records.
 
-Portable across Postgres and SQLite. ``migrations/versions`` creates exactly these tables; keep
+Portable across Postgres and SQLite. ``alembic/versions`` creates exactly these tables; keep
 the two in step (``alembic check`` shows any drift).
 """
 

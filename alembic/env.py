@@ -2,14 +2,19 @@
 
 The URL comes from ``-x url=...``, else ``config.attributes["url"]`` (set by
 ``agentcore.adapters.db.migrate``), else the settings (``DATABASE_URL`` or the embedded file).
+Each migration run is appended, as (from, to), to ``config.attributes["applied"]`` when the
+caller passed that list (``migrate.upgrade`` logs one line from it).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Collection, Mapping
 from logging.config import fileConfig
+from typing import Any
 
 from alembic import context
+from alembic.runtime.migration import MigrationContext, MigrationInfo
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, make_url
 
@@ -30,6 +35,15 @@ def _not_lexical(name: str | None, kind: str, _parent: object) -> bool:
     return not (kind == "table" and (name or "").startswith("memory_lexical"))
 
 
+def _applied(
+    ctx: MigrationContext, step: MigrationInfo, heads: Collection[Any], run_args: Mapping[str, Any]
+) -> None:
+    applied = config.attributes.get("applied")
+    if isinstance(applied, list) and step.is_migration:
+        came_from, went_to = step.source_revision_ids, step.destination_revision_ids
+        applied.append((", ".join(came_from), ", ".join(went_to)))
+
+
 def _url() -> str:
     url = context.get_x_argument(as_dictionary=True).get("url") or config.attributes.get("url")
     return str(url) if url else load_settings().sqlalchemy_url
@@ -42,6 +56,7 @@ def _run_offline(url: str) -> None:
         include_name=_not_lexical,
         render_as_batch=make_url(url).get_backend_name() == "sqlite",
         compare_type=True,
+        on_version_apply=_applied,
         literal_binds=True,
         dialect_opts={"paramstyle": "named"},
     )
@@ -57,6 +72,7 @@ def _run_sync(connection: Connection) -> None:
         include_name=_not_lexical,
         render_as_batch=sqlite,
         compare_type=True,
+        on_version_apply=_applied,
         # The engine issues SQLite's BEGIN itself, so DDL there is transactional too: a
         # failed migration leaves no half-built schema.
         transactional_ddl=True if sqlite else None,
