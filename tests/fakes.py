@@ -215,6 +215,14 @@ class _Memories:
         ]
         return [copy.deepcopy(m) for m in sorted(found, key=lambda m: (m.created_at, m.id))]
 
+    async def session_writers(self, session_id: str) -> list[tuple[str, str | None]]:
+        found = {
+            (m.scope_key, m.scope.agent_id)
+            for m in self._s.memories.values()
+            if m.scope.session_id == session_id and m.compacted_into_id is None
+        }
+        return sorted(found, key=lambda pair: (pair[0], pair[1] or ""))
+
     async def search_keys(
         self, scope_key: str, needle: str, now: datetime, limit: int
     ) -> list[tuple[Memory, str, str]]:

@@ -218,6 +218,12 @@ class MemoryManager:
             found = await uow.memories.in_session(session_id, levels)
         return [m for m in found if not m.is_expired(now)]
 
+    async def session_agents(self, session_id: str) -> list[str]:
+        """The agents that wrote memories in a session, at any level."""
+        async with self._uow_factory(read_only=True) as uow:
+            writers = await uow.memories.session_writers(session_id)
+        return list(dict.fromkeys(agent for _, agent in writers if agent is not None))
+
     async def promoted_from(self, source_ids: Sequence[str]) -> dict[str, str]:
         """For each source already promoted: the promoted memory's id."""
         async with self._uow_factory(read_only=True) as uow:

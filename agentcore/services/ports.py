@@ -212,6 +212,11 @@ class MemoryRepository(Protocol):
         """The memories of a session at ``levels`` (not compacted), oldest first."""
         ...
 
+    async def session_writers(self, session_id: str) -> list[tuple[str, str | None]]:
+        """Each distinct (scope key, agent id) of the session's memories (not compacted): the
+        scopes its agents, users and tasks wrote in, and who."""
+        ...
+
     async def search_keys(
         self, scope_key: str, needle: str, now: datetime, limit: int
     ) -> list[tuple[Memory, str, str]]:

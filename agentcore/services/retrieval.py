@@ -18,8 +18,9 @@ from typing import Protocol
 from agentcore.domain.clock import Clock
 from agentcore.domain.contradictions import clauses, resolve, superseded_last
 from agentcore.domain.error_patterns import text_tokens
-from agentcore.domain.errors import InvalidParams, QueryTooLong
+from agentcore.domain.errors import InvalidParams, MissingIdentifier, QueryTooLong
 from agentcore.domain.filters import (
+    AnyOf,
     Condition,
     Field,
     Filter,
@@ -72,6 +73,9 @@ class SearchQuery:
     as_of: datetime | None = None  # memory as it was then (knowledge updates)
     since: datetime | None = None  # created at or after
     until: datetime | None = None  # created before
+    # also every scope that holds memories of the scope's session (its agents', users' and
+    # tasks' memories written in it), those rows restricted to the session
+    session_wide: bool = False
 
     def row_filter(self) -> Filter | None:
         """Every condition on the memory's fields: stage, tags, ``where``, creation times
@@ -154,6 +158,8 @@ class EnhancedRetrieval:
         layers = list(STORED_LAYERS) if q.layers is None else [parse_layer(v) for v in q.layers]
         now = self._clock()
         where = q.row_filter()
+        if q.session_wide:
+            keys, where = await self._session_wide(q.scope, keys, where)
         flt = VectorFilter(
             scope_keys=keys,
             # Every stored memory is of a stored layer: a filter naming them all is left out
@@ -182,6 +188,23 @@ class EnhancedRetrieval:
             searched_scopes=[key.split(":", 1)[0] for key in keys],
             weights=weights.as_dict(),
         )
+
+    async def _session_wide(
+        self, scope: ScopeIds, keys: list[str], where: Filter | None
+    ) -> tuple[list[str], Filter | None]:
+        """``keys`` and the scopes written in the session; ``where`` then also requires a row
+        to be of the session or of one of the levels the caller named."""
+        session = scope.session_id
+        if session is None:
+            raise MissingIdentifier("a session-wide search needs session_id")
+        async with self._uow_factory(read_only=True) as uow:
+            written = [key for key, _ in await uow.memories.session_writers(session)]
+        extra = [key for key in dict.fromkeys(written) if key not in keys]
+        if not extra:
+            return keys, where
+        named = [key.split(":", 1) for key in keys]
+        of_named = [Condition(Field(level + "_id"), Op.EQ, value) for level, value in named]
+        return keys + extra, all_of(where, AnyOf(tuple(of_named)))
 
     def _scoring(self, q: SearchQuery) -> tuple[Weights, StageType | None]:
         if q.order_by not in ORDERS:
@@ -241,9 +264,12 @@ class EnhancedRetrieval:
     ) -> list[Memory]:
         """The memories that fill the slot the query asks the current value of ("where does
         the user live now?": ``user|home``; at ``as_of``, the value current then), when it
-        asks one and filters nothing they could fail (tags, a stage, ``where``, times)."""
+        asks one and filters nothing they could fail (tags, a stage, ``where``, times, a
+        session)."""
         slot = asked_slot(q.query)
-        filtered = q.tags or q.where or q.stage_id is not None or q.since or q.until
+        filtered = (
+            q.tags or q.where or q.stage_id is not None or q.since or q.until or q.session_wide
+        )
         if slot is None or filtered or q.dense_only:
             return []
         async with self._uow_factory(read_only=True) as uow:

@@ -60,6 +60,55 @@ def test_route_context_scores_the_agent_with_relevant_history(backends: TestClie
     assert bad["error"]["code"] == -32602
 
 
+def test_the_router_sees_what_the_session_s_agents_and_user_wrote(backends: TestClient) -> None:
+    """The MessageRouter knows the session and the message, not who wrote what in it."""
+    session = {"session_id": "router-s7"}
+    result(
+        backends,
+        "memory.add",
+        content="Checked the failing deploy: the tests pass locally but CI times out.",
+        agent_id="ops-agent",
+        **session,
+    )
+    result(
+        backends,
+        "memory.add",
+        content="Drafted the release notes for version 2.4.",
+        agent_id="writer-agent",
+        **session,
+    )
+    result(
+        backends,
+        "memory.add",
+        content="I need the deploy fixed before Friday's launch.",
+        user_id="router-user",
+        **session,
+    )
+    result(  # the same agent in another session: not this session's context
+        backends,
+        "memory.add",
+        content="The deploy of the billing service failed on a missing secret.",
+        agent_id="ops-agent",
+        session_id="router-s8",
+    )
+
+    routed = result(
+        backends,
+        "memory.route_context",
+        content="Why is the deploy still failing?",
+        session_id="router-s7",
+        limit=5,
+    )
+
+    contents = [hit["memory"]["content"] for hit in routed["memories"]]
+    assert contents[0].startswith(("Checked the failing deploy", "I need the deploy fixed"))
+    assert {c.split()[0] for c in contents} == {"Checked", "Drafted", "I"}
+    assert all(hit["memory"]["session_id"] == "router-s7" for hit in routed["memories"])
+    scored = [s["agent_id"] for s in routed["agent_scores"]]
+    assert scored == ["ops-agent", "writer-agent"]  # the session's writers, best first
+    assert routed["agent_scores"][0]["score"] > routed["agent_scores"][1]["score"]
+
+
 def test_artifacts_are_linked_to_session_stage_and_participants(backends: TestClient) -> None:
     task = {"task_id": "art-task"}
     stage = result(backends, "memory.stage.start", stage_type="execution", **task)["stage_id"]

@@ -250,6 +250,15 @@ class SqlMemoryRepository:
         )
         return [memory_from_row(row) for row in (await self._session.execute(stmt)).mappings()]
 
+    async def session_writers(self, session_id: str) -> list[tuple[str, str | None]]:
+        stmt = (
+            select(MemoryRow.scope_key, MemoryRow.agent_id)
+            .where(MemoryRow.session_id == session_id, MemoryRow.compacted_into_id.is_(None))
+            .distinct()
+            .order_by(MemoryRow.scope_key, MemoryRow.agent_id)
+        )
+        return [(key, agent) for key, agent in (await self._session.execute(stmt)).all()]
+
     async def search_keys(
         self, scope_key: str, needle: str, now: datetime, limit: int
     ) -> list[tuple[Memory, str, str]]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from agentcore.domain.models import Layer, ScopeIds, ScopeLevel
+from agentcore.domain.models import Layer, ScopeIds
 from agentcore.services.memory_manager import MemoryManager
 from agentcore.services.procedural import ProceduralMemoryService
 from agentcore.services.ranked import ScoredMemory
@@ -22,7 +22,6 @@ from agentcore.services.retrieval import SearchQuery
 MEMORY_SHARE, PROCEDURE_SHARE = 0.6, 0.4
 EVIDENCE = 3
 MAX_CANDIDATES = 20
-_SESSION_LEVELS = (ScopeLevel.SESSION, ScopeLevel.AGENT, ScopeLevel.TASK)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,18 +52,17 @@ class RoutingService:
         limit: int = 5,
         candidate_agents: Sequence[str] | None = None,
     ) -> RouteContext:
-        """``scope`` names the session (and may add the user or other levels to search)."""
+        """``scope`` names the session (and may add the user or other levels to search). The
+        memories are the session's, whichever agent, user or task wrote them."""
         assert scope.session_id is not None, "routing is for a session"
-        found = await self._memory.search(SearchQuery(query=content, scope=scope, limit=limit))
-        agents = candidate_agents or await self._session_agents(scope.session_id)
+        found = await self._memory.search(
+            SearchQuery(query=content, scope=scope, limit=limit, session_wide=True)
+        )
+        agents = candidate_agents or await self._memory.session_agents(scope.session_id)
         agents = list(dict.fromkeys(agents))
         scores = [await self._score(content, agent) for agent in agents[:MAX_CANDIDATES]]
         scores.sort(key=lambda s: (-s.score, s.agent_id))
         return RouteContext(found.results, scores)
-
-    async def _session_agents(self, session_id: str) -> list[str]:
-        memories = await self._memory.in_session(session_id, _SESSION_LEVELS)
-        return [m.scope.agent_id for m in memories if m.scope.agent_id is not None]
 
     async def _score(self, content: str, agent_id: str) -> AgentScore:
         scope = ScopeIds(agent_id=agent_id)
