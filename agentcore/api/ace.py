@@ -15,11 +15,17 @@ from agentcore.api.rpc import RpcMethod
 from agentcore.api.schemas import SearchHit
 from agentcore.api.stages import StageOut
 from agentcore.domain.ace import Intervention, Outcome
-from agentcore.services.consumers.ace import AceService
+from agentcore.services.consumers.ace import DECISIONS, GENERAL, AceService
 
 Share = Annotated[float, Field(ge=0, le=1, strict=False)]
-DecisionType = Literal[
-    "general", "stage_transition", "context_refresh", "replan", "error_recovery", "escalation"
+DecisionType = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=64, pattern=r"^[A-Za-z][A-Za-z0-9_ -]*$"),
+    Field(
+        description="ACE's name for the decision: "
+        + ", ".join(DECISIONS)
+        + " rank memories for it; any other word ranks them by the general policy"
+    ),
 ]
 InterventionType = Annotated[
     str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,63}$")
@@ -45,9 +51,7 @@ class PerformanceMetrics(BaseModel):
 
 class StrategicContextParams(ScopeParams):
     task_id: Identifier
-    decision_type: DecisionType = Field(
-        "general", description="what ACE is deciding: ranks the memories for it"
-    )
+    decision_type: DecisionType = GENERAL
     performance_metrics: PerformanceMetrics = Field(default_factory=PerformanceMetrics)
     query: Annotated[str, StringConstraints(min_length=1, max_length=2000)] | None = Field(
         None, description="what to look for (default: from the decision type and the brief)"
@@ -82,7 +86,8 @@ class InterventionTally(BaseModel):
 
 class StrategicContextResult(BaseModel):
     task_id: str
-    decision_type: str
+    decision_type: str = Field(description="as given")
+    policy: str = Field(description="the ranking policy applied: " + ", ".join(DECISIONS))
     current_stage: StageOut | None
     relevant_memories: list[SearchHit]
     error_patterns: list[ErrorPatternOut]
@@ -171,6 +176,7 @@ def ace_methods(service: AceService) -> list[RpcMethod]:
         return StrategicContextResult(
             task_id=found.task_id,
             decision_type=found.decision_type,
+            policy=found.policy,
             current_stage=None if found.current_stage is None else StageOut.of(found.current_stage),
             relevant_memories=[SearchHit.of(s) for s in found.relevant_memories],
             error_patterns=[ErrorPatternOut.of(p) for p in found.error_patterns],

@@ -13,12 +13,15 @@ from agentcore.api.schemas import MemoryOut
 from agentcore.services.lifecycle.compaction import MAX_SOURCES, CompactionService
 from agentcore.services.lifecycle.promotion import Promoted, PromotionService
 
-TargetScope = Literal["user", "project", "team", "org", "company"]
+# Every level parses: a level the hierarchy does not allow (downward, sideways, volatile) is
+# INVALID_PROMOTION from the rules, a word that is no level at all INVALID_PARAMS.
+TargetScope = Literal["task", "agent", "session", "user", "project", "team", "org", "company"]
 
 
 class PromoteParams(MemoryIdParams):
     target_scope: TargetScope = Field(
-        description="a persistent scope broader than the memory's (upward only)"
+        description="a persistent scope broader than the memory's (upward only: any other "
+        "level is INVALID_PROMOTION)"
     )
     delete_original: bool = False
 

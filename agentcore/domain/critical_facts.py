@@ -486,6 +486,15 @@ def missing_facts(facts: Sequence[str], summary: str) -> list[str]:
     return [f for f in facts if not any(covered(terms(f), w) for w in windows)]
 
 
+def beyond(text: str, facts: Sequence[str]) -> str:
+    """``text`` without the sentences one of ``facts`` already says: what a summary adds to
+    the facts listed beside it."""
+    listed = [terms(f) for f in facts]
+    return " ".join(
+        s for s in split_sentences(text) if not any(covered(terms(s), f) for f in listed)
+    )
+
+
 def retention(facts: Sequence[str], summary: str) -> float:
     """Share of ``facts`` retained by ``summary``; 1.0 when there are none."""
     if not facts:

@@ -17,6 +17,7 @@ from agentcore.adapters.tokens import BpeTokenCounter
 from agentcore.api.app import create_app
 from agentcore.config import Settings
 from agentcore.domain.critical_facts import missing_facts
+from benchmarks.agent_traces import generate_traces
 from tests.agent_trace import CRITICAL, STAGES
 from tests.conftest import REDIS_SHIFT, empty_redis, migrate
 from tests.e2e.test_rpc_api import result, rpc
@@ -124,6 +125,36 @@ def test_a_task_through_its_four_declared_stages(service: TestClient) -> None:
     brief = result(service, "memory.task.context", task_id=task, level="task", max_tokens=150)
     assert brief["items"][0]["kind"] == "critical_constraints"
     assert brief["token_count"] <= 150
+
+
+@pytest.mark.parametrize("flag_every", [0, 8, 4])
+def test_the_task_level_is_the_most_compact_however_many_constraints(
+    service: TestClient, flag_every: int
+) -> None:
+    """Three stages of 30-40 memories as a coding agent writes them, none to a quarter flagged
+    critical: the task level (the constraints, and a brief of what the stage summaries say
+    beyond them) is smaller than the stage level, and holds every constraint."""
+    [trace] = generate_traces(1, seed=3, size="small")
+    task = f"agent-levels-{flag_every}"
+    for stage in trace.stages[:3]:
+        stage_id = result(service, "memory.stage.start", task_id=task, stage_type=stage.stage_type)
+        for n, memory in enumerate(stage.memories):
+            flagged = memory.critical or (flag_every > 0 and n % flag_every == 0)
+            result(service, "memory.add", task_id=task, content=memory.content, critical=flagged)
+        result(service, "memory.stage.complete", task_id=task, stage_id=stage_id["stage_id"])
+
+    views = {
+        level: result(service, "memory.task.context", task_id=task, level=level)
+        for level in ("raw", "stage", "task")
+    }
+    sizes = {level: view["token_count"] for level, view in views.items()}
+    assert sizes["raw"] > sizes["stage"] > sizes["task"], sizes
+    constraints = result(service, "memory.task.progress", task_id=task)["critical_constraints"]
+    assert missing_facts(constraints, views["task"]["text"]) == []
+    assert [item["kind"] for item in views["task"]["items"]] == [
+        "critical_constraints",
+        "task_brief",
+    ]
 
 
 def test_waiting_or_not_gives_the_same_record(service: TestClient) -> None:
@@ -269,6 +300,42 @@ def test_ace_strategic_context_and_interventions(service: TestClient) -> None:
     assert again["recommended_action"]["action"] == "escalate"
 
 
+def test_ace_names_its_decisions_in_its_own_words(service: TestClient) -> None:
+    """The meta-thinker's vocabulary is its own: a word the service does not know is ranked by
+    the general policy, a known one in another spelling by its own, and the result says which."""
+    task = {"task_id": "agent-ace-words"}
+    add_stage(service, "agent-ace-words", "execution")
+    result(
+        service,
+        "memory.error.record",
+        task_id="agent-ace-words",
+        error_type="incorrect_action",
+        description="Wrote the CSV header after the first chunk again.",
+        severity=0.8,
+    )
+    policies = {}
+    for word in ("intervention", "Error-Recovery", "general", "handoff to a human"):
+        found = result(service, "memory.ace.strategic_context", decision_type=word, **task)
+        assert found["decision_type"] == word
+        assert found["relevant_memories"]
+        policies[word] = found["policy"]
+    assert policies == {
+        "intervention": "general",
+        "Error-Recovery": "error_recovery",
+        "general": "general",
+        "handoff to a human": "general",
+    }
+    recorded = result(
+        service,
+        "memory.ace.record_intervention",
+        intervention_type="context_refresh",
+        decision_type="intervention",
+        outcome="partial",
+        **task,
+    )
+    assert recorded["intervention"]["decision_type"] == "intervention"
+
+
 def critical_lead(context: dict[str, Any]) -> float:
     """How far the best critical memory's score is above the best other memory's."""
     hits = context["relevant_memories"]
@@ -280,8 +347,9 @@ def critical_lead(context: dict[str, Any]) -> float:
 def test_ace_refuses_bad_input_and_changes_nothing(service: TestClient) -> None:
     task = {"task_id": "agent-ace-bad"}
     _, ids = add_stage(service, "agent-ace-bad", "verification")
-    bad = rpc(service, "memory.ace.strategic_context", decision_type="dreaming", **task)["error"]
-    assert (bad["code"], bad["data"]["code"]) == (-32602, "INVALID_PARAMS")
+    for wrong in ("", 7, "x" * 65, "re;plan"):
+        bad = rpc(service, "memory.ace.strategic_context", decision_type=wrong, **task)["error"]
+        assert (bad["code"], bad["data"]["code"]) == (-32602, "INVALID_PARAMS")
     bad = rpc(
         service, "memory.ace.strategic_context", performance_metrics={"error_rate": 3}, **task
     )["error"]

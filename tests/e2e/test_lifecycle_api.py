@@ -119,6 +119,23 @@ def test_promote_upward_only_with_history_on_both(backends: TestClient) -> None:
         **agent,
     )["error"]
     assert down["data"]["code"] == "INVALID_PROMOTION"
+    # not allowed by the hierarchy (down to a volatile level, the same level, a volatile
+    # source's own kind) is told apart from a malformed call
+    for target, ids in (("session", {"session_id": "s1"}), ("agent", {}), ("project", {})):
+        refused = rpc(
+            backends,
+            "memory.promote",
+            memory_id=new["id"] if target != "agent" else memory["id"],
+            target_scope=target,
+            **agent,
+            **ids,
+        )["error"]
+        assert (refused["code"], refused["data"]["code"]) == (-32015, "INVALID_PROMOTION")
+        assert refused["data"]["target_scope"] == target
+    malformed = rpc(
+        backends, "memory.promote", memory_id=new["id"], target_scope="galaxy", **agent
+    )["error"]
+    assert (malformed["code"], malformed["data"]["code"]) == (-32602, "INVALID_PARAMS")
     no_id = rpc(backends, "memory.promote", memory_id=memory["id"], target_scope="team", **agent)[
         "error"
     ]

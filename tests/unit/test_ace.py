@@ -4,11 +4,10 @@ recommended action and its step-up after a failure, and the bounded importance f
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, get_args
+from typing import Any
 
 import pytest
 
-from agentcore.api.ace import DecisionType
 from agentcore.domain.ace import (
     AceThresholds,
     Intervention,
@@ -19,7 +18,7 @@ from agentcore.domain.ace import (
     detect_signals,
     recommend,
 )
-from agentcore.services.consumers.ace import DECISIONS
+from agentcore.services.consumers.ace import DECISIONS, policy_for
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 LIMITS = AceThresholds(stall_seconds=1800, pattern_occurrences=3)
@@ -150,6 +149,18 @@ def test_importance_follows_the_outcome_within_bounds(
     assert adjusted_importance(current, outcome, 0.1, 0.1) == expected
 
 
-def test_every_decision_type_of_the_api_has_a_ranking() -> None:
-    assert set(get_args(DecisionType)) == set(DECISIONS)
+@pytest.mark.parametrize(
+    ("decision_type", "policy"),
+    [
+        *((name, name) for name in DECISIONS),
+        ("Error-Recovery", "error_recovery"),
+        (" stage transition ", "stage_transition"),
+        ("intervention", "general"),
+        ("handoff", "general"),
+    ],
+)
+def test_a_decision_type_is_ranked_by_its_policy_or_the_general_one(
+    decision_type: str, policy: str
+) -> None:
+    assert policy_for(decision_type) == policy
     assert Severity.CRITICAL.value == "critical"

@@ -16,7 +16,9 @@ steps (the second one is told which facts it lost); the extractive engine then r
 ladder from the original target. A retryable provider failure counts as a failed step.
 
 Tiny inputs: when ``input_tokens / target`` is under ``min_summary_tokens`` (20) a summary
-would say nothing; the input is kept whole (ratio ≈ 1, ``kept_whole``) and passes.
+would say nothing; the input is kept whole (ratio ≈ 1, ``kept_whole``) and passes. A task
+brief's text is the exception: it stands beside the list of constraints, which already says
+most of a constraint-heavy task, and is compressed however little of the summaries is left.
 
 Tokens are counted with the injected ``TokenCounter`` (o200k). ``output_tokens`` counts the
 summary only; insights, critical facts and error patterns are side lists (the critical facts
@@ -36,6 +38,7 @@ from agentcore.domain.critical_facts import (
     FactKind,
     Passage,
     SourceIndex,
+    beyond,
     extract_critical_facts,
     merge_duplicates,
     missing_facts,
@@ -146,27 +149,35 @@ class ContextCompressor:
         target_ratio: float = TASK_TARGET_RATIO,
         aggressiveness: Aggressiveness | None = None,
     ) -> CompressionResult:
-        """Stage summaries, in task order → a progress brief: its text at ``target_ratio``
-        over the summaries, and every critical constraint (the stages' constraint and flagged
-        facts, and constraints in the summaries' text) listed beside it word for word, in
-        ``critical_facts``; the text spends its budget on progress, not on repeating them.
+        """Stage summaries, in task order → a progress brief: every critical constraint (the
+        stages' constraint and flagged facts, and constraints in the summaries' text) listed
+        word for word in ``critical_facts``, and a text at ``target_ratio`` over what the
+        summaries say beyond them: the text spends its budget on progress, never on repeating
+        the list, so the brief with its list is smaller than the summaries it stands for.
         ``retention`` is computed over the text and the list together."""
-        items = [
-            CompressionItem(
-                s.stage_id, s.summary, created_at=s.completed_at, metadata={"label": s.stage_type}
-            )
-            for s in stages
-        ]
         carried = [
             CriticalFact(fact.content, fact.kind, fact.source_ids, (index, 10_000 + n))
             for index, stage in enumerate(stages)
             for n, fact in enumerate(stage.critical_facts)
             if fact.kind in REQUIRED_KINDS
         ]
-        found = extract_critical_facts([Passage(i.memory_id, i.content) for i in items])
+        found = extract_critical_facts([Passage(s.stage_id, s.summary) for s in stages])
         facts = merge_facts(carried, [f for f in found if f.kind in REQUIRED_KINDS])
+        listed = [f.content for f in facts]
+        items = [
+            CompressionItem(
+                s.stage_id,
+                rest,
+                created_at=s.completed_at,
+                metadata={"label": s.stage_type},
+            )
+            for s in stages
+            if (rest := beyond(s.summary, listed))
+        ]
+        # What is left beside the list is compressed however little it is (a stage's text
+        # under MIN_SUMMARY_TOKENS at the ratio is kept whole; here the list already is).
         result = await self._compress(
-            "task", items, (), (), target_ratio, aggressiveness, listed=facts
+            "task", items, (), (), target_ratio, aggressiveness, listed=facts, whole_below=1
         )
         # The brief is its text and the constraints listed beside it, word for word.
         record = "\n".join([result.summary, *(f.content for f in facts)])
@@ -183,6 +194,7 @@ class ContextCompressor:
         aggressiveness: Aggressiveness | None,
         *,
         listed: Sequence[CriticalFact] = (),
+        whole_below: int | None = None,
     ) -> CompressionResult:
         if base_target <= 1:
             raise InvalidParams("the target ratio must be above 1", errors=["target_ratio"])
@@ -196,7 +208,8 @@ class ContextCompressor:
                     f"adapted from {base_target:g}:1 to {target:.2f}:1 ({aggressiveness})"
                 )
         input_tokens = self._tokens.count("\n".join(i.content for i in items)) if items else 0
-        if input_tokens / target < self._min_summary_tokens:
+        smallest = self._min_summary_tokens if whole_below is None else whole_below
+        if input_tokens / target < smallest:
             return self._kept_whole(items, facts, input_tokens, target)
         target = self._room_for_facts(facts, input_tokens, target, reasons)
         index = SourceIndex([*(i.content for i in items), *(f.content for f in facts)])

@@ -30,6 +30,7 @@ from agentcore.domain.critical_facts import (
     Passage,
     extract_critical_facts,
     merge_duplicates,
+    terse,
 )
 from agentcore.domain.error_records import MEMORY_SOURCE as ERROR_MEMORY_SOURCE
 from agentcore.domain.errors import (
@@ -270,15 +271,17 @@ class CompassService:
         self, task_id: str, level: Level, max_tokens: int | None = None
     ) -> ContextView:
         """Level ``raw``: the memories of every stage; ``stage``: the stage summaries plus the
-        active stage's raw memories; ``task``: the task's critical constraints, the progress
-        brief and the active stage's raw memories. When ``max_tokens`` cuts, the constraints
-        and the brief are kept first, then the newest material."""
+        active stage's raw memories; ``task``, the most compact: the task's critical
+        constraints as the stage summaries keep them (``terse``: no articles or filler), the
+        progress brief over the rest of the summaries, and the active stage's raw memories.
+        When ``max_tokens`` cuts, the constraints and the brief are kept first, then the
+        newest material."""
         context = await self.task_progress(task_id)
         stages = await self._stages.stages_of(task_id)
         memories = {m.stage_id: m for m in await self._stages.stage_memories_of(task_id)}
         items: list[dict[str, Any]] = []
         if level == "task" and context.critical_constraints:
-            listed = "\n".join(f"- {c}" for c in context.critical_constraints)
+            listed = "\n".join(f"- {terse(c) or c}" for c in context.critical_constraints)
             items.append({"kind": "critical_constraints", "text": f"Constraints:\n{listed}"})
         if level == "task" and context.progress_summary:
             items.append({"kind": "task_brief", "text": context.progress_summary})

@@ -90,12 +90,22 @@ DECISIONS = {
         None, {"criticality": 0.2, "error_correction": 0.2}, "what blocks the task"
     ),
 }
+GENERAL = "general"
+
+
+def policy_for(decision_type: str) -> str:
+    """The ranking policy of a decision type: a known one (case, spaces and hyphens aside),
+    else the general policy. ACE's vocabulary is its own ("intervention", "handoff", …); a
+    word the service does not know still gets a context, ranked for the task as a whole."""
+    name = "_".join(decision_type.strip().lower().replace("-", " ").split())
+    return name if name in DECISIONS else GENERAL
 
 
 @dataclass(frozen=True, slots=True)
 class StrategicContext:
     task_id: str
-    decision_type: str
+    decision_type: str  # as ACE named it
+    policy: str  # the ranking policy applied: a key of DECISIONS
     current_stage: Stage | None
     relevant_memories: list[ScoredMemory]
     error_patterns: list[ErrorPattern]
@@ -161,8 +171,8 @@ class AceService:
         query: str | None = None,
         limit: int = 10,
     ) -> StrategicContext:
-        """Everything ACE weighs for a ``decision_type`` (one of ``DECISIONS``) on the task
-        of ``scope`` (module doc). ``TaskNotFound`` when nothing is known about the task."""
+        """Everything ACE weighs for a ``decision_type`` (ranked by ``policy_for`` it) on the
+        task of ``scope`` (module doc). ``TaskNotFound`` when nothing is known about the task."""
         task_id = _task_of(scope)
         stages = await self._stages.stages_of(task_id)
         progress = await self._compass.task_progress(task_id) if stages else None
@@ -179,7 +189,8 @@ class AceService:
             monthly_budget_used=min((await self._costs.budget_status()).used_pct / 100, 1.0),
         )
         signals = detect_signals(seen, self._settings.thresholds)
-        decision = DECISIONS[decision_type]
+        policy = policy_for(decision_type)
+        decision = DECISIONS[policy]
         stage, weights = _ranking(decision, active, signals)
         search = await self._memory.search(
             SearchQuery(
@@ -198,6 +209,7 @@ class AceService:
         return StrategicContext(
             task_id=task_id,
             decision_type=decision_type,
+            policy=policy,
             current_stage=active,
             relevant_memories=search.results,
             error_patterns=patterns,
