@@ -18,6 +18,7 @@ from agentcore.adapters.vectors.payload_filter import payload_filter
 from agentcore.domain.errors import Conflict, ProviderError
 from agentcore.domain.filters import Filter
 from agentcore.domain.models import Layer, Memory, MemoryEvent, ScopeLevel
+from agentcore.domain.records import content_hash
 from agentcore.services.ports import (
     Access,
     ListQuery,
@@ -212,6 +213,24 @@ class _Memories:
             if m.scope.session_id == session_id
             and m.scope_level in levels
             and m.compacted_into_id is None
+        ]
+        return [copy.deepcopy(m) for m in sorted(found, key=lambda m: (m.created_at, m.id))]
+
+    async def lock_texts(self, keys: Sequence[str]) -> None:
+        return None  # one event loop: the fake's transactions never interleave a write
+
+    async def same_texts(
+        self, scope_keys: Sequence[str], hashes: Sequence[str], now: datetime
+    ) -> list[Memory]:
+        found = [
+            m
+            for m in self._s.memories.values()
+            if m.scope_key in scope_keys
+            and content_hash(m.content) in hashes
+            and m.compacted_into_id is None
+            and m.superseded_by is None
+            and m.key is None
+            and (m.expires_at is None or m.expires_at > now)
         ]
         return [copy.deepcopy(m) for m in sorted(found, key=lambda m: (m.created_at, m.id))]
 

@@ -40,8 +40,14 @@ R = TypeVar("R", bound=BaseModel)
 
 
 def _new_memory(
-    a: p.AddItemParams, content: str | None = None, metadata: dict[str, Any] | None = None
+    a: p.AddItemParams,
+    content: str | None = None,
+    metadata: dict[str, Any] | None = None,
+    *,
+    unique: bool = True,
 ) -> NewMemory:
+    """A text added by a caller is stored once per scope, layer and stage (an exact repeat
+    answers with the stored memory); the messages of a conversation are each a turn."""
     return NewMemory(
         content=a.content if content is None else content,
         scope=a.scope_ids(),
@@ -56,6 +62,7 @@ def _new_memory(
         key=a.key,
         importance=a.importance,
         sensitive=a.sensitive,
+        unique=unique and a.key is None,
     )
 
 
@@ -74,6 +81,7 @@ def _conversation(a: p.AddParams, messages: list[p.Message]) -> list[NewMemory]:
                 "conversation_id": conversation,
                 "turn": turn,
             },
+            unique=False,
         )
         for turn, message in enumerate(messages)
     ]
@@ -84,31 +92,40 @@ def build_methods(c: Container, discover: Callable[[], dict[str, Any]]) -> dict[
 
     async def add(a: p.AddParams) -> schemas.AddResult:
         if isinstance(a.messages, list):
-            stored = await memory.add_batch(_conversation(a, a.messages))
+            stored = await memory.store(_conversation(a, a.messages))
         else:
-            stored = [await memory.add(_new_memory(a, a.content or a.messages))]
-        m = stored[-1]
+            stored = await memory.store([_new_memory(a, a.content or a.messages)])
+        fresh = [s.memory for s in stored if not s.deduplicated]
+        last = stored[-1]
         facts = None
         if a.infer:
             try:
-                facts = [schemas.MemoryOut.of(f) for f in await c.semantic.extract_from(stored)]
+                facts = [schemas.MemoryOut.of(f) for f in await c.semantic.extract_from(fresh)]
             except AgentCoreError as exc:  # stored; the caller can retry memory.facts.extract
-                exc.details.setdefault("memory_ids", [s.id for s in stored])
+                exc.details.setdefault("memory_ids", [m.id for m in fresh])
                 raise
         return schemas.AddResult(
-            memory_id=m.id,
-            memory=schemas.MemoryOut.of(m),
-            memory_ids=[s.id for s in stored],
-            stage_id=m.stage_id,
+            memory_id=last.memory.id,
+            memory=schemas.MemoryOut.of(last.memory),
+            memory_ids=[s.memory.id for s in stored],
+            stage_id=last.memory.stage_id,
+            deduplicated=last.deduplicated,
             facts=facts,
         )
 
     async def add_batch(a: p.AddBatchParams) -> schemas.AddBatchResult:
-        stored = await memory.add_batch([_new_memory(item) for item in a.items])
-        inferred = [m for m, item in zip(stored, a.items, strict=True) if item.infer]
+        stored = await memory.store([_new_memory(item) for item in a.items])
+        inferred = [
+            s.memory
+            for s, item in zip(stored, a.items, strict=True)
+            if item.infer and not s.deduplicated
+        ]
         if inferred:
             await c.semantic.extract_from(inferred)
-        return schemas.AddBatchResult(memory_ids=[m.id for m in stored])
+        return schemas.AddBatchResult(
+            memory_ids=[s.memory.id for s in stored],
+            deduplicated=[s.memory.id for s in stored if s.deduplicated],
+        )
 
     async def get(a: p.MemoryIdParams) -> schemas.MemoryOut:
         return schemas.MemoryOut.of(await memory.get(a.memory_id, a.scope_ids()))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from agentcore import __version__
 from agentcore.domain.models import Memory, MemoryEvent
@@ -85,11 +85,19 @@ class AddResult(BaseModel):
     memory: MemoryOut
     memory_ids: list[str]  # every memory stored, in order (one per message)
     stage_id: str | None
+    deduplicated: bool = Field(
+        False,
+        description="the text repeats a live memory of its scope, layer and stage: that "
+        "memory is returned (one access counted) and nothing new is stored",
+    )
     facts: list[MemoryOut] | None = None  # the semantic facts extracted when ``infer`` was set
 
 
 class AddBatchResult(BaseModel):
     memory_ids: list[str]
+    deduplicated: list[str] = Field(
+        default_factory=list, description="those of memory_ids that were already stored"
+    )
 
 
 class DeleteResult(BaseModel):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -42,6 +44,13 @@ def check_content(content: str, max_length: int) -> str:
             max_length=max_length,
         )
     return content
+
+
+def content_hash(content: str) -> str:
+    """What makes two contents the same text (exact duplicates): SHA-256 of the text in NFC
+    with its whitespace runs made one space and its ends trimmed. Case and punctuation count."""
+    text = " ".join(unicodedata.normalize("NFC", content).split())
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def expiry(now: datetime, expires_at: datetime | None, ttl_seconds: int | None) -> datetime | None:
@@ -87,6 +96,9 @@ class NewMemory:
     created_in_session_id: str | None = None  # default: the scope's session
     created_at: datetime | None = None  # an imported memory keeps its time; default: now
     statement: Statement | None = None  # the slot it fills, when an extractor named it
+    # An exact repeat of a live memory of its scope, layer and stage answers with that memory
+    # instead of storing another (services.duplicates).
+    unique: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
@@ -29,6 +30,7 @@ from agentcore.domain.records import (
     parse_layer,
 )
 from agentcore.domain.scopes import owning_level, visible_scope_keys
+from agentcore.services.duplicates import repeats
 from agentcore.services.group_commit import GroupCommit
 from agentcore.services.indexer import VectorIndexer
 from agentcore.services.ports import (
@@ -49,6 +51,20 @@ from agentcore.services.supersession import UpdateReader, may_supersede, superse
 from agentcore.services.vector_sync import DELETE, UPSERT, VectorSync
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """What an add left in the store: its new memory, or the live one it repeats exactly."""
+
+    memory: Memory
+    deduplicated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _Write:
+    memory: Memory
+    unique: bool  # an exact repeat answers with the stored memory
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +153,11 @@ class MemoryManager:
         return (await self.add_batch([new]))[0]
 
     async def add_batch(self, items: Sequence[NewMemory]) -> list[Memory]:
-        """Store all items or none; each is validated and embedded before anything is written."""
+        return [stored.memory for stored in await self.store(items)]
+
+    async def store(self, items: Sequence[NewMemory]) -> list[Stored]:
+        """Store all items or none; each is validated before anything is written, and a
+        ``unique`` item that repeats a live memory answers with it (``services.duplicates``)."""
         if not items or len(items) > self._max_batch:
             raise InvalidParams(
                 f"a batch holds 1 to {self._max_batch} items",
@@ -156,32 +176,50 @@ class MemoryManager:
             for memory in memories:
                 if memory.stage_id is None and memory.scope.task_id is not None:
                     memory.stage_id = await self._stages.stage_for(memory.scope.task_id, memory)
-        await self._writes.submit(memories)  # with the adds that arrive meanwhile
-        prime_ranking_soon([m.content for m in memories])
-        return memories
+        writes = [_Write(m, item.unique) for m, item in zip(memories, items, strict=True)]
+        stored = await self._writes.submit(writes)  # with the adds that arrive meanwhile
+        prime_ranking_soon([s.memory.content for s in stored if not s.deduplicated])
+        return stored
 
-    async def _store_new(self, memories: list[Memory]) -> list[int]:
-        """One transaction for the new memories of one or more ``add_batch`` calls (the group
+    async def _store_new(self, writes: list[_Write]) -> list[Stored]:
+        """One transaction for the new memories of one or more ``store`` calls (the group
         commit's), each table written in one statement for all of them, except memories that
-        may supersede others (stored one at a time, in order); then their vectors are queued."""
-        slotted = [may_supersede(memory) for memory in memories]
-        plain = [memory for memory, it in zip(memories, slotted, strict=True) if not it]
+        may supersede others (stored one at a time, in order), and an access counted on each
+        memory a ``unique`` write repeats; then the new memories' vectors are queued."""
+        now = self._clock()
         async with self._uow_factory() as uow:
-            if plain:
-                await uow.memories.add_many(plain)
-                await uow.history.add_many(
-                    [self._event(m, EventKind.ADD, None, _snapshot(m)) for m in plain]
-                )
-            for memory, it in zip(memories, slotted, strict=True):
-                if it:
-                    await supersede(uow, memory, self._record)
-                    await uow.memories.add(memory)
-                    await self._record(uow, memory, EventKind.ADD, None, _snapshot(memory))
-            entry_ids = await uow.outbox.add_many([memory.id for memory in memories], UPSERT)
+            unique = [w.memory for w in writes if w.unique]
+            repeated = await repeats(uow, unique, now)
+            memories = [w.memory for w in writes if w.memory.id not in repeated]
+            entry_ids = await self._insert(uow, memories)
+            counts = Counter(m.id for m in repeated.values())
+            await uow.memories.add_accesses({i: Access(n, now) for i, n in counts.items()})
             await uow.commit()
         # write-behind: the vectors follow (services/indexer.py), then what they mean
         self._indexer.submit(list(zip(entry_ids, memories, strict=True)), follow=True)
-        return entry_ids
+        for earlier in {m.id: m for m in repeated.values()}.values():
+            earlier.access_count += counts[earlier.id]
+            earlier.last_accessed_at = now
+        return [
+            Stored(w.memory) if w.memory.id not in repeated else Stored(repeated[w.memory.id], True)
+            for w in writes
+        ]
+
+    async def _insert(self, uow: UnitOfWork, memories: list[Memory]) -> list[int]:
+        """The rows, history and outbox entries of new memories; the outbox entries' ids."""
+        slotted = [may_supersede(memory) for memory in memories]
+        plain = [memory for memory, it in zip(memories, slotted, strict=True) if not it]
+        if plain:
+            await uow.memories.add_many(plain)
+            await uow.history.add_many(
+                [self._event(m, EventKind.ADD, None, _snapshot(m)) for m in plain]
+            )
+        for memory, it in zip(memories, slotted, strict=True):
+            if it:
+                await supersede(uow, memory, self._record)
+                await uow.memories.add(memory)
+                await self._record(uow, memory, EventKind.ADD, None, _snapshot(memory))
+        return await uow.outbox.add_many([memory.id for memory in memories], UPSERT)
 
     async def _read_updates(self, memories: Sequence[Memory]) -> None:
         """Once the vectors of new memories are written: the facts they update, read from

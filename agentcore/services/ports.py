@@ -212,6 +212,18 @@ class MemoryRepository(Protocol):
         """The memories of a session at ``levels`` (not compacted), oldest first."""
         ...
 
+    async def lock_texts(self, keys: Sequence[str]) -> None:
+        """Until the transaction ends, no other writer holds one of ``keys`` (a scope key and
+        a content hash): concurrent adds of one text in one scope take turns."""
+        ...
+
+    async def same_texts(
+        self, scope_keys: Sequence[str], hashes: Sequence[str], now: datetime
+    ) -> list[Memory]:
+        """The live memories (current, not compacted, not expired, not keyed) of ``scope_keys``
+        whose ``content_hash`` is one of ``hashes``, oldest first."""
+        ...
+
     async def session_writers(self, session_id: str) -> list[tuple[str, str | None]]:
         """Each distinct (scope key, agent id) of the session's memories (not compacted): the
         scopes its agents, users and tasks wrote in, and who."""

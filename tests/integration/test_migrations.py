@@ -5,13 +5,19 @@ from __future__ import annotations
 
 import logging
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 from alembic import command
 from alembic.script import ScriptDirectory
 
 from agentcore.adapters.db.migrate import SCRIPT_LOCATION, alembic_config, head_revision, upgrade
+from agentcore.adapters.db.repositories import memory_values
+from agentcore.adapters.db.tables import MemoryRow
+from agentcore.domain.models import ScopeIds
+from agentcore.domain.records import NewMemory, build_memory, content_hash
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -57,3 +63,34 @@ def test_an_older_schema_and_an_up_to_date_one(
     [(_, first), (_, second)] = _lines(caplog)
     assert re.fullmatch(pattern, first), first
     assert second == f"database schema at {head}, up to date"
+
+
+@pytest.mark.parametrize(
+    "backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
+def test_0012_hashes_the_stored_texts(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """A store from before 0012 gets every memory's content hash, so that a repeat of a text
+    stored then is found as one stored after."""
+    if backend == "sqlite":
+        url = f"sqlite+aiosqlite:///{tmp_path / 'hashes.db'}"
+    else:
+        url = request.getfixturevalue("postgres_url")
+    upgrade(url)
+    texts = ["I prefer green tea.", "Deploys  go through the blue pool first.\n"]
+    memories = [
+        build_memory(NewMemory(text, ScopeIds(user_id="u")), datetime.now(UTC), 10_000, "m")
+        for text in texts
+    ]
+    engine = sa.create_engine(url.replace("+aiosqlite", "").replace("+asyncpg", "+psycopg"))
+    with engine.begin() as connection:
+        connection.execute(MemoryRow.__table__.insert(), [memory_values(m) for m in memories])
+    command.downgrade(alembic_config(url), "0011")
+
+    upgrade(url)
+
+    with engine.connect() as connection:
+        rows = connection.execute(sa.text("SELECT content, content_hash FROM memories")).all()
+    engine.dispose()
+    assert sorted(rows) == sorted((text, content_hash(text)) for text in texts)

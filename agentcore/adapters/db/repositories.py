@@ -25,6 +25,7 @@ from sqlalchemy import (
     literal,
     or_,
     select,
+    text,
     tuple_,
     update,
 )
@@ -46,6 +47,7 @@ from agentcore.adapters.db.types import UTCDateTime, sqlite_datetime
 from agentcore.domain.errors import Conflict, MemoryNotFound
 from agentcore.domain.filters import Filter
 from agentcore.domain.models import EventKind, Layer, Memory, MemoryEvent, ScopeIds, ScopeLevel
+from agentcore.domain.records import content_hash
 from agentcore.services.ports import Access, ListQuery, OutboxEntry
 
 _TABLE = cast(Table, MemoryRow.__table__)
@@ -56,6 +58,7 @@ OUTBOX_OPS = frozenset({"upsert", "delete"})
 _SCOPE_FIELDS = tuple(f.name for f in fields(ScopeIds))  # ScopeIds' order: built positionally
 _LAYERS = {layer.value: layer for layer in Layer}
 _LEVELS = {level.value: level for level in ScopeLevel}
+_TEXT_LOCKS = 0x54455854  # "TEXT": the first key of the advisory locks of one text in a scope
 
 
 def memory_values(memory: Memory) -> dict[str, Any]:
@@ -64,6 +67,7 @@ def memory_values(memory: Memory) -> dict[str, Any]:
     return {
         "id": memory.id,
         "content": memory.content,
+        "content_hash": content_hash(memory.content),
         "layer": memory.layer.value,
         "scope_level": memory.scope_level.value,
         "scope_key": memory.scope_key,
@@ -245,6 +249,38 @@ class SqlMemoryRepository:
                 _TABLE.c.session_id == session_id,
                 _TABLE.c.scope_level.in_([level.value for level in levels]),
                 _TABLE.c.compacted_into_id.is_(None),
+            )
+            .order_by(_TABLE.c.created_at, _TABLE.c.id)
+        )
+        return [memory_from_row(row) for row in (await self._session.execute(stmt)).mappings()]
+
+    async def lock_texts(self, keys: Sequence[str]) -> None:
+        """Postgres: transaction-scoped advisory locks on ``keys`` (scope key and content hash),
+        taken in one order, so that concurrent writers of one text in one scope take turns.
+        SQLite: nothing to do, its write transactions already hold the database lock."""
+        if self._dialect == "postgresql" and keys:
+            await self._session.execute(
+                text(
+                    "SELECT pg_advisory_xact_lock(:space, hashtext(k)) "
+                    "FROM unnest(CAST(:keys AS text[])) AS k ORDER BY k"
+                ),
+                {"space": _TEXT_LOCKS, "keys": sorted(set(keys))},
+            )
+
+    async def same_texts(
+        self, scope_keys: Sequence[str], hashes: Sequence[str], now: datetime
+    ) -> list[Memory]:
+        """The live memories (current, not compacted, not expired, not keyed) of ``scope_keys``
+        whose content hash is one of ``hashes``, oldest first."""
+        stmt = (
+            _select()
+            .where(
+                _TABLE.c.scope_key.in_(sorted(set(scope_keys))),
+                _TABLE.c.content_hash.in_(sorted(set(hashes))),
+                _TABLE.c.compacted_into_id.is_(None),
+                _TABLE.c.superseded_by.is_(None),
+                _TABLE.c.key.is_(None),
+                or_(_TABLE.c.expires_at.is_(None), _TABLE.c.expires_at > now),
             )
             .order_by(_TABLE.c.created_at, _TABLE.c.id)
         )

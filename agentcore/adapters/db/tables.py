@@ -102,9 +102,12 @@ class MemoryRow(Base):
     compacted_from_ids: Mapped[list[str]] = _json_list()
     created_in_session_id: Mapped[str | None] = mapped_column(String(ID_LEN))
     embedding_model: Mapped[str | None] = mapped_column(String(ID_LEN))
+    content_hash: Mapped[str | None] = mapped_column(String(64))  # records.content_hash (0012)
 
     __table_args__ = (
         Index("ix_memories_keyset", "scope_key", "layer", "created_at", "id"),
+        Index("ix_memories_same_text", "scope_key", "content_hash"),  # exact duplicates (0012)
+        Index("ix_memories_session", "session_id"),  # a session's writers (0012)
         Index(  # the current memories of a slot (0011)
             "ix_memories_current_slot",
             "scope_key",
