@@ -7,6 +7,7 @@ their own embedder or vector store).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import os
@@ -70,6 +71,7 @@ from agentcore.services.working_memory import WorkingMemoryService, WorkingMemor
 log = logging.getLogger(__name__)
 
 REPLAY_VECTORS = "vectors.replay"  # job kind: re-apply vector writes still owed
+JOB_DRAIN_SECONDS = 10.0  # how long closing waits for in-process jobs under way
 
 
 @dataclass
@@ -112,9 +114,12 @@ class Container:
     closers: list[Probe] = field(default_factory=list)
 
     async def aclose(self) -> None:
-        """Hand in-process working memory to the episodic layer, flush owed vector writes and
-        release every resource, in reverse order of opening."""
+        """Give the jobs under way ``JOB_DRAIN_SECONDS`` to finish (everything they use still
+        open; then they are cancelled), hand in-process working memory to the episodic layer,
+        flush owed vector writes and release every resource, in reverse order of opening."""
         try:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.jobs.close(), JOB_DRAIN_SECONDS)
             if self.settings.redis_url is None:  # the in-process store ends with the process
                 await self.working.flush_all()
             await self.access.flush()
@@ -337,7 +342,6 @@ async def _build(
     )
     job_handlers: dict[str, JobHandler] = {REPLAY_VECTORS: partial(_replay_vectors, sync)}
     jobs = build_job_queue(settings, job_handlers)
-    closers.append(jobs.close)
     errors = ErrorTracker(
         uow_factory,
         memory,

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import secrets
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
+
+from pydantic import SecretStr
 
 from agentcore.cli_commands import register
 from agentcore.cli_output import progress
@@ -51,14 +54,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 128 + signal.SIGINT
 
 
-def _prepare_embedded(settings: Settings) -> None:
-    """The embedded default makes its data directory and brings its database up to date."""
-    from agentcore.adapters.db.migrate import upgrade
+@contextlib.contextmanager
+def _data_dir(settings: Settings, command: str, url: str | None = None) -> Iterator[None]:
+    """While this process serves the data directory: owned by it alone (a second process
+    stops at once, naming this one), made, and its database at the newest schema."""
+    from agentcore.adapters.data_dir import own_data_dir
 
     settings.check_production()  # before anything is made on disk
-    if settings.embedded:
-        settings.agentcore_data_dir.mkdir(parents=True, exist_ok=True)
-        upgrade(settings.sqlalchemy_url)
+    if settings.database_url is not None and settings.qdrant_url is not None:
+        yield  # every store on disk is a server's: the directory holds nothing to own
+        return
+    with own_data_dir(settings.agentcore_data_dir, command, url):
+        if settings.embedded:
+            from agentcore.adapters.db.migrate import upgrade
+
+            upgrade(settings.sqlalchemy_url)
+        yield
 
 
 def _configure_logging(settings: Settings) -> None:
@@ -76,10 +87,6 @@ def worker_app() -> Any:
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
-    import uvicorn
-
-    from agentcore.api.app import create_app
-
     workers = settings.agentcore_workers if args.workers is None else args.workers
     if workers < 1:
         raise ConfigurationError("--workers must be at least 1")
@@ -90,34 +97,62 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
             "engine and working memory belong to one process: run one worker, or configure "
             "the servers)"
         )
-    _prepare_embedded(settings)
     certfile = args.ssl_certfile or settings.agentcore_ssl_certfile
     keyfile = args.ssl_keyfile or settings.agentcore_ssl_keyfile
     if (certfile is None) != (keyfile is None):
         raise ConfigurationError("TLS needs both a certificate file and a key file")
-    uvicorn.run(
-        # Several processes: each imports and builds the app itself.
-        "agentcore.cli:worker_app" if workers > 1 else create_app(settings),
-        factory=workers > 1,
-        workers=workers,
-        host=settings.agentcore_host if args.host is None else args.host,
-        port=settings.agentcore_port if args.port is None else args.port,
-        ssl_certfile=None if certfile is None else str(certfile),
-        ssl_keyfile=None if keyfile is None else str(keyfile),
-        loop="uvloop",
-        http="httptools",
-        log_level=settings.log_level.lower(),
-        log_config=None,  # uvicorn's lines go through the root handler, in LOG_FORMAT
-        access_log=False,
-    )
+    host = settings.agentcore_host if args.host is None else args.host
+    port = settings.agentcore_port if args.port is None else args.port
+    with _data_dir(settings, "serve", _address(host, port, tls=certfile is not None)):
+        import uvicorn  # the slow imports once the directory is ours (a second serve stops first)
+
+        from agentcore.api.app import create_app
+
+        uvicorn.run(
+            # Several processes: each imports and builds the app itself.
+            "agentcore.cli:worker_app" if workers > 1 else create_app(settings),
+            factory=workers > 1,
+            workers=workers,
+            host=host,
+            port=port,
+            ssl_certfile=None if certfile is None else str(certfile),
+            ssl_keyfile=None if keyfile is None else str(keyfile),
+            loop="uvloop",
+            http="httptools",
+            log_level=settings.log_level.lower(),
+            log_config=None,  # uvicorn's lines go through the root handler, in LOG_FORMAT
+            access_log=False,
+        )
     return 0
 
 
-def _mcp(_: argparse.Namespace, settings: Settings) -> int:
-    from agentcore.api.mcp import serve_stdio
+def _address(host: str, port: int, *, tls: bool) -> str:
+    """Where a client on this machine reaches ``serve`` (for the data directory's owner file)."""
+    if host in ("", "0.0.0.0", "::"):
+        host = "127.0.0.1"
+    elif ":" in host:
+        host = f"[{host}]"
+    return f"{'https' if tls else 'http'}://{host}:{port}"
 
-    _prepare_embedded(settings)
-    asyncio.run(serve_stdio(settings))
+
+def _mcp(args: argparse.Namespace, settings: Settings) -> int:
+    # --url, else $AGENTCORE_URL when it is set (its default is the CLI's, not a choice).
+    url = args.url
+    if url is None and "agentcore_url" in settings.model_fields_set:
+        url = settings.agentcore_url
+    if args.api_key is not None:
+        settings = settings.model_copy(update={"agentcore_api_key": SecretStr(args.api_key)})
+    if url is not None:
+        from agentcore.api.mcp import serve_proxy
+
+        secret = settings.agentcore_api_key
+        key = None if secret is None else secret.get_secret_value()
+        asyncio.run(serve_proxy(url, key, args.timeout))
+        return 0
+    with _data_dir(settings, "mcp"):
+        from agentcore.api.mcp import serve_local  # slow: once the directory is ours
+
+        asyncio.run(serve_local(settings))
     return 0
 
 
@@ -134,8 +169,8 @@ def _migrate(_: argparse.Namespace, settings: Settings) -> int:
 def _reembed(_: argparse.Namespace, settings: Settings) -> int:
     from agentcore.bootstrap import reembed_store
 
-    _prepare_embedded(settings)
-    done = asyncio.run(reembed_store(settings, lambda n, total: progress("embedded", n, total)))
+    with _data_dir(settings, "reembed"):
+        done = asyncio.run(reembed_store(settings, lambda n, total: progress("embedded", n, total)))
     print(file=sys.stderr)
     print(f"{done.memories} memories embedded with {done.current} (was {done.previous})")
     return 0
@@ -199,7 +234,15 @@ def _parser() -> argparse.ArgumentParser:
     serve.set_defaults(run=_serve, logs=True)
 
     mcp = commands.add_parser(
-        "mcp", help="serve the MCP tools over stdin/stdout (for a desktop agent host)"
+        "mcp",
+        help="serve the MCP tools over stdin/stdout (for a desktop agent host)",
+        description="Serve the MCP tools over stdin/stdout: with --url (or $AGENTCORE_URL) "
+        "for the service running there, else from this process on $AGENTCORE_DATA_DIR.",
+    )
+    mcp.add_argument("--url", help="the running service (default: $AGENTCORE_URL when set)")
+    mcp.add_argument("--api-key", help="the key it acts as (default: $AGENTCORE_API_KEY)")
+    mcp.add_argument(
+        "--timeout", type=float, default=30.0, help="seconds per try of a call (with --url)"
     )
     mcp.set_defaults(run=_mcp, logs=True)
 

@@ -64,7 +64,7 @@ class AsyncMemoryClient(Methods[Awaitable[dict[str, Any]]]):
     async def aclose(self) -> None:
         await self._http.aclose()
 
-    async def call(self, method: str, **params: Any) -> Any:
+    async def call(self, method: str, /, **params: Any) -> Any:
         """Call any method by its RPC name with named params; its result or ``RpcError``."""
         return await self._call(method, params)
 
@@ -116,7 +116,7 @@ class MemoryClient(Methods[dict[str, Any]]):
     def close(self) -> None:
         self._http.close()
 
-    def call(self, method: str, **params: Any) -> Any:
+    def call(self, method: str, /, **params: Any) -> Any:
         """Call any method by its RPC name with named params; its result or ``RpcError``."""
         return self._call(method, params)
 

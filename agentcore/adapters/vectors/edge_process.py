@@ -14,7 +14,9 @@ third process.
 
 Only one process may hold a shard's files: the child holds an exclusive lock on the data
 directory (``shard.lock``) while the shard is open, and a child of a restarted service waits
-for the previous one to let go.
+for the previous one to let go (past the wait it logs one line and stops; the call fails as
+above). The CLI keeps a second service off the whole data directory before this
+(``adapters.data_dir``).
 """
 
 from __future__ import annotations
@@ -38,6 +40,10 @@ _LOCK_WAIT_SECONDS = 30.0
 _CALLS = frozenset(
     {"open", "reset", "upsert", "delete", "search", "count", "flush", "close", "index_status"}
 )
+
+
+class _DirectoryHeld(Exception):
+    """Another process holds the shard's directory past the wait."""
 
 
 class EngineError(Exception):
@@ -126,27 +132,33 @@ def serve_shard(
     """The child: answer calls until told to close or until the parent is gone, with the
     steps of an index build in between when they are due."""
     logging.basicConfig(level=log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    with _directory_lock(Path(data_dir)):
-        store = ShardStore(data_dir, max_search_threads, index_threshold)
-        try:
-            due = 0.0
-            while True:
-                if time.monotonic() >= due:
-                    due = time.monotonic() + store.maintain()
-                if not conn.poll(max(0.0, due - time.monotonic())):
-                    continue
-                try:
-                    op, args = conn.recv()
-                except EOFError:
-                    return
-                try:
-                    conn.send((True, getattr(store, op)(*args)))
-                except Exception as exc:  # the caller gets it (rebuilt: ``_rebuilt``)
-                    conn.send((False, _portable(exc)))
-                if op == "close":
-                    return
-        finally:
-            store.close()
+    try:
+        with _directory_lock(Path(data_dir)):
+            _serve(conn, ShardStore(data_dir, max_search_threads, index_threshold))
+    except _DirectoryHeld as held:  # the parent sees the pipe close: a retryable error
+        logger.error("%s", held)
+
+
+def _serve(conn: Connection, store: ShardStore) -> None:
+    try:
+        due = 0.0
+        while True:
+            if time.monotonic() >= due:
+                due = time.monotonic() + store.maintain()
+            if not conn.poll(max(0.0, due - time.monotonic())):
+                continue
+            try:
+                op, args = conn.recv()
+            except EOFError:
+                return
+            try:
+                conn.send((True, getattr(store, op)(*args)))
+            except Exception as exc:  # the caller gets it (rebuilt: ``_rebuilt``)
+                conn.send((False, _portable(exc)))
+            if op == "close":
+                return
+    finally:
+        store.close()
 
 
 def _portable(exc: Exception) -> tuple[str, Any, str, dict[str, Any]]:
@@ -186,7 +198,11 @@ def _directory_lock(data_dir: Path) -> Iterator[None]:
                 break
             except BlockingIOError:
                 if time.monotonic() > deadline:
-                    raise
+                    raise _DirectoryHeld(
+                        f"the embedded vector store {data_dir} is still held by another "
+                        f"process after {_LOCK_WAIT_SECONDS:g} s; one process at a time may "
+                        "serve a data directory"
+                    ) from None
                 time.sleep(0.05)
         try:
             yield
