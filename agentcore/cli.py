@@ -33,6 +33,20 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
+class _Command(_Parser):
+    """A (sub)command's parser: it refuses the arguments it does not know itself, so the line
+    names the command they were given to (``agentcore memory add: unrecognized arguments:
+    --foo``) rather than ``agentcore``, where argparse would report them."""
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -218,7 +232,7 @@ def _parser() -> argparse.ArgumentParser:
         description="AgentCore Memory: run the service, and call a running one (tables for "
         "people, --json for scripts; --url or $AGENTCORE_URL).",
     )
-    commands = parser.add_subparsers(required=True, metavar="COMMAND")
+    commands = parser.add_subparsers(required=True, metavar="COMMAND", parser_class=_Command)
 
     serve = commands.add_parser("serve", help="run the JSON-RPC service")
     serve.add_argument("--host", help="default: $AGENTCORE_HOST or 127.0.0.1")

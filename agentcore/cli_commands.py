@@ -1,8 +1,9 @@
 """The CLI's client commands: they call a running service with the sync ``MemoryClient``.
 
-Each prints a table or an indented document for people, or the exact result with ``--json``;
-an error is one line on stderr (``agentcore: CODE: message``) and exit code 1. They configure
-no logging, so no library's log lines reach the terminal.
+Each prints a table or an indented document for people, or the exact result with ``--json``
+(the list commands: one JSON object per record and line, JSON Lines); an error is one line on
+stderr (``agentcore: CODE: message``) and exit code 1. They configure no logging, so no
+library's log lines reach the terminal.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import httpx
@@ -23,10 +25,13 @@ from agentcore.domain.models import ScopeLevel
 
 Call = Callable[[MemoryClient, argparse.Namespace], Any]
 Show = Callable[[Any, argparse.Namespace], list[str]]
+Records = Callable[[Any], list[Any]]  # a list command's records in its result
 
 MEMORY_COLUMNS = ("id", "created_at", "layer", "scope", "tags", "content")
 SEARCH_COLUMNS = ("score", "id", "layer", "scope", "content")
 ERROR_COLUMNS = ("created_at", "error_type", "severity", "stage_type", "error_id", "description")
+# The records of the list commands' results (their --json prints one per line).
+MEMORIES, HITS, ERRORS = itemgetter("memories"), itemgetter("results"), itemgetter("errors")
 
 
 def json_object(text: str) -> dict[str, Any]:
@@ -65,7 +70,11 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         return _fail(f"{args.file} is not JSON Lines: {exc}")
     if result is None:  # `export` wrote its records as it went
         return 0
-    if args.json:
+    if args.json and args.records is not None:  # JSON Lines: `| head -1` is a whole record
+        _page_summary(result)
+        for record in args.records(result):
+            print(json.dumps(record, ensure_ascii=False))
+    elif args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False))
     else:
         for line in args.show(result, args):
@@ -79,11 +88,9 @@ def _fail(message: str) -> int:
 
 
 def _message(exc: RpcError) -> str:
-    fields = exc.data.get("errors")
-    if isinstance(fields, list) and fields:
-        problems = "; ".join(f"{e.get('field')}: {e.get('message')}" for e in fields)
-        return f"{exc.message}: {problems}"
-    return exc.message
+    """The message and every failing field (the exception's text shows the first few)."""
+    problems = exc.field_errors
+    return f"{exc.message}: {'; '.join(problems)}" if problems else exc.message
 
 
 def _reason(exc: Exception) -> str:
@@ -133,10 +140,16 @@ def _show_search(result: Any, _: argparse.Namespace) -> list[str]:
 
 
 def _show_list(result: Any, _: argparse.Namespace) -> list[str]:
-    shown, total = len(result["memories"]), result["total_count"]
-    more = "" if result["next_cursor"] is None else f"; next page: --cursor {result['next_cursor']}"
-    print(f"{shown} of {total}{more}", file=sys.stderr)
+    _page_summary(result)
     return table(result["memories"], MEMORY_COLUMNS)
+
+
+def _page_summary(result: Any) -> None:
+    """A page of ``memory list`` on stderr (``20 of 120; next page: --cursor …``)."""
+    if "memories" in result and "total_count" in result:
+        shown, total, cursor = len(result["memories"]), result["total_count"], result["next_cursor"]
+        more = "" if cursor is None else f"; next page: --cursor {cursor}"
+        print(f"{shown} of {total}{more}", file=sys.stderr)
 
 
 def _show_deleted(result: Any, a: argparse.Namespace) -> list[str]:
@@ -175,14 +188,16 @@ class _Builder:
         summary: str,
         call: Call,
         show: Show = _show_document,
+        records: Records | None = None,
         scope: tuple[str, ...] = _SCOPE,
     ) -> argparse.ArgumentParser:
+        """``records``: a list command's records, printed one per line with ``--json``."""
         sub: argparse.ArgumentParser = group.add_parser(
             name, help=summary, description=summary, parents=[self.common]
         )
         for field in scope:
             sub.add_argument("--" + field.replace("_", "-"), dest=field, metavar="ID")
-        sub.set_defaults(run=run, call=call, show=show)
+        sub.set_defaults(run=run, call=call, show=show, records=records)
         return sub
 
 
@@ -235,13 +250,13 @@ def _memory_commands(b: _Builder, actions: Subcommands) -> None:
     get = b.command(actions, "get", "read a memory", _get)
     get.add_argument("memory_id")
     search = b.command(
-        actions, "search", "find memories by meaning and words", _search, _show_search
+        actions, "search", "find memories by meaning and words", _search, _show_search, HITS
     )
     search.add_argument("query")
     search.add_argument("--limit", type=int, default=10)
     search.add_argument("--layers", type=_names, help="comma-separated")
     search.add_argument("--tags", type=_names, help="comma-separated")
-    list_ = b.command(actions, "list", "list memories, newest first", _list, _show_list)
+    list_ = b.command(actions, "list", "list memories, newest first", _list, _show_list, MEMORIES)
     list_.add_argument("--layer")
     list_.add_argument("--tags", type=_names, help="comma-separated")
     list_.add_argument("--limit", type=int, default=20)
@@ -297,7 +312,7 @@ def _error_commands(b: _Builder, actions: Subcommands) -> None:
     record.add_argument("--context", type=json_object, help="a JSON object")
     record.add_argument("--recovery-action")
     history = b.command(
-        actions, "history", "recorded errors, newest first", _error_history, _show_errors
+        actions, "history", "recorded errors, newest first", _error_history, _show_errors, ERRORS
     )
     history.add_argument("--stage-type")
     history.add_argument("--min-severity", type=float)

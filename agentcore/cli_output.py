@@ -29,7 +29,7 @@ def cell(value: Any, width: int = CELL_WIDTH, *, key: str = "") -> str:
     elif isinstance(value, str):
         text = _time(value) if key.endswith("_at") else value
     elif isinstance(value, list) and all(not isinstance(v, dict | list) for v in value):
-        text = ",".join(cell(v, width) for v in value)
+        text = ", ".join(cell(v, width) for v in value)
     else:
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     text = " ".join(text.split())

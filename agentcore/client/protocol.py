@@ -75,13 +75,35 @@ _GATEWAY_STATUSES = frozenset({502, 503, 504})
 
 class RpcError(Exception):
     """An error object returned by the service: ``number`` is the JSON-RPC code, ``code`` the
-    stable string (``MEMORY_NOT_FOUND``, ...), ``data`` everything the service added."""
+    stable string (``MEMORY_NOT_FOUND``, ...), ``data`` everything the service added. The
+    exception's text is the message and number, then the first ``SHOWN_FIELD_ERRORS`` failing
+    fields of ``data.errors`` (``Invalid params (-32602): content: String should have at
+    least 1 character``); ``field_errors`` has them all."""
+
+    SHOWN_FIELD_ERRORS = 3
 
     def __init__(self, number: int, message: str, data: dict[str, Any] | None) -> None:
-        super().__init__(f"{message} ({number})")
         self.number = number
         self.message = message
         self.data = data or {}
+        text = f"{message} ({number})"
+        problems = self.field_errors
+        if problems:
+            shown = problems[: self.SHOWN_FIELD_ERRORS]
+            more = len(problems) - len(shown)
+            text += ": " + "; ".join(shown) + (f"; and {more} more" if more else "")
+        super().__init__(text)
+
+    @property
+    def field_errors(self) -> list[str]:
+        """``field: message`` for each entry of ``data.errors`` (invalid params)."""
+        entries = self.data.get("errors")
+        if not isinstance(entries, list):
+            return []
+        return [
+            f"{e.get('field')}: {e.get('message')}" if isinstance(e, dict) else str(e)
+            for e in entries
+        ]
 
     @property
     def code(self) -> str:

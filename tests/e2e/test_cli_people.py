@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -62,7 +63,7 @@ def test_tables_show_what_was_stored(server: Server) -> None:
             "--user-id",
             "grace",
             "--tags",
-            "travel",
+            "travel,trips",
             "--metadata",
             '{"src": "cli"}',
         )
@@ -72,11 +73,13 @@ def test_tables_show_what_was_stored(server: Server) -> None:
     assert listed[0].split() == ["ID", "CREATED_AT", "LAYER", "SCOPE", "TAGS", "CONTENT"]
     assert memory_id in listed[1]
     assert "Grace flies to Lisbon on May 3rd" in listed[1]
+    assert "  travel, trips  " in listed[1]  # a list value, joined for people
     found = ok(agentcore(server, "memory", "search", "when does grace fly", "--user-id", "grace"))
     assert "Grace flies to Lisbon" in found.splitlines()[1]
     shown = ok(agentcore(server, "memory", "get", memory_id, "--user-id", "grace"))
     assert "content" in shown
     assert "Grace flies to Lisbon on May 3rd" in shown
+    assert re.search(r"^tags +travel, trips$", shown, re.MULTILINE), shown
     assert ok(agentcore(server, "memory", "delete", memory_id, "--user-id", "grace")) == (
         f"deleted {memory_id}\n"
     )
@@ -94,8 +97,15 @@ def test_long_content_is_cut_in_a_table_and_whole_in_a_document(server: Server) 
 
 def test_json_is_the_exact_result(server: Server, client: MemoryClient) -> None:
     client.add_batch([{"content": f"Ivy's note {n}", "user_id": "ivy"} for n in range(3)])
-    printed = json.loads(ok(agentcore(server, "memory", "list", "--user-id", "ivy", "--json")))
-    assert printed == client.list(user_id="ivy")
+    listed = agentcore(server, "memory", "list", "--user-id", "ivy", "--json")
+    lines = ok(listed).splitlines()  # a list command: one record per line
+    assert [json.loads(line) for line in lines] == client.list(user_id="ivy")["memories"]
+    assert listed.stderr == "3 of 3\n"
+    found = ok(agentcore(server, "memory", "search", "ivy's note", "--user-id", "ivy", "--json"))
+    hits = [json.loads(line) for line in found.splitlines()]
+    assert {hit["memory"]["id"] for hit in hits} == {
+        m["id"] for m in client.list(user_id="ivy")["memories"]
+    }
     client.stage_start("task-ivy", "execution")
     current = ok(agentcore(server, "stage", "current", "task-ivy", "--json"))
     assert json.loads(current) == client.stage_current("task-ivy")
@@ -153,39 +163,44 @@ def test_stages_task_progress_errors_costs_and_health(server: Server) -> None:
 
 
 def test_a_closed_pipe_ends_quietly(server: Server, client: MemoryClient) -> None:
-    """More output than a pipe holds, and a reader that stops after one line."""
+    """More output than a pipe holds, and a reader that stops after one line: the line is a
+    whole record, the command stops with 141 (as SIGPIPE would) and says nothing more."""
     items = [
         {"content": f"Kim's log line {n}: " + "x" * 1000, "user_id": "kim"} for n in range(100)
     ]
     client.add_batch(items)
     environment = {**server.env, "AGENTCORE_URL": server.base}
-    for argv in (
-        "memory list --user-id kim --limit 100 --json",
-        "export --user-id kim",
+    for argv, stderr in (
+        ("memory list --user-id kim --limit 100 --json", "100 of 100\n"),
+        ("memory search log --user-id kim --limit 100 --json", ""),
+        ("export --user-id kim", None),  # its progress bar
     ):
-        done = subprocess.run(
-            ["bash", "-c", f"set -o pipefail; {AGENTCORE} {argv} | head -1"],
+        with subprocess.Popen(
+            [AGENTCORE, *argv.split()],
             env=environment,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert done.stdout.count("\n") == 1
-        assert "Traceback" not in done.stderr, done.stderr
-        assert "Error" not in done.stderr, done.stderr
-        assert done.returncode in (0, 141)  # 141: ended by the closed pipe, as SIGPIPE would
-    with subprocess.Popen(
-        [AGENTCORE, "export", "--user-id", "kim"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        ) as reader:
+            assert reader.stdout is not None
+            assert reader.stderr is not None
+            record = json.loads(reader.stdout.readline())
+            reader.stdout.close()
+            assert reader.wait(timeout=60) == 141, argv
+            said = reader.stderr.read().decode()
+        assert "kim" in json.dumps(record)
+        assert "Traceback" not in said, said
+        assert "Error" not in said, said
+        assert stderr is None or said == stderr, said
+    done = subprocess.run(  # what the README shows, in a shell
+        ["bash", "-c", f"set -o pipefail; {AGENTCORE} memory list --user-id kim --json | head -1"],
         env=environment,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    ) as reader:
-        assert reader.stdout is not None
-        assert reader.stderr is not None
-        reader.stdout.readline()
-        reader.stdout.close()
-        assert reader.wait(timeout=60) == 141
-        assert b"Traceback" not in reader.stderr.read()
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert json.loads(done.stdout)["user_id"] == "kim"
+    assert done.stderr == "20 of 100; next page: --cursor " + done.stderr.split()[-1] + "\n"
+    assert done.returncode in (0, 141)  # 0 when every line was in the pipe before head left
 
 
 @pytest.mark.parametrize(
@@ -194,6 +209,16 @@ def test_a_closed_pipe_ends_quietly(server: Server, client: MemoryClient) -> Non
         (["memory", "add", "x", "--user-id", "a", "--metadata", "{bad"], "--metadata: not JSON"),
         (["memory", "add", "x", "--user-id", "a", "--metadata", "[1]"], "not a JSON object"),
         (["memory", "add"], "required: content"),
+        (
+            ["memory", "add", "x", "--user-id", "a", "--foo"],
+            "agentcore memory add: unrecognized arguments: --foo",
+        ),
+        (["stage", "current", "t", "--bar", "1"], "agentcore stage current: unrecognized"),
+        (
+            ["memory", "search", "", "--user-id", "a", "--limit", "0"],
+            "INVALID_PARAMS: Invalid params: query: String should have at least 1 character; "
+            "limit: Input should be greater than or equal to 1",
+        ),
         (["memory", "get", "no-such-id", "--user-id", "a"], "agentcore: MEMORY_NOT_FOUND: "),
         (["error", "record", "t", "bogus", "d", "--severity", "0.5"], "INVALID_PARAMS"),
         (["memory", "add", "x"], "MISSING_IDENTIFIER"),

@@ -89,6 +89,14 @@ def test_the_sync_client_over_http(client: MemoryClient) -> None:
     assert raised.value.code == "MEMORY_NOT_FOUND"
     assert not raised.value.retryable
 
+    with pytest.raises(RpcError) as refused:
+        client.search("", user_id="erin", limit=0)
+    assert str(refused.value) == (
+        "Invalid params (-32602): query: String should have at least 1 character; "
+        "limit: Input should be greater than or equal to 1"
+    )
+    assert [e["field"] for e in refused.value.data["errors"]] == ["query", "limit"]
+
     started = client.stage_start("task-erin", "planning")
     assert client.stage_current("task-erin")["stage"]["id"] == started["stage_id"]
     client.add("Never deploy on Fridays", task_id="task-erin", critical=True)

@@ -40,12 +40,10 @@ def test_cli_talks_to_a_running_server(server: Server) -> None:
     )
     assert added.returncode == 0, added.stderr
     memory_id = json.loads(added.stdout)["memory_id"]
-    found = json.loads(
-        server.cli("search", "what is bob allergic to", "--user-id", "bob", "--json").stdout
-    )
-    assert found["results"][0]["memory"]["id"] == memory_id
-    listed = json.loads(server.cli("list", "--user-id", "bob", "--json").stdout)
-    assert listed["total_count"] == 1
+    found = server.cli("search", "what is bob allergic to", "--user-id", "bob", "--json").stdout
+    assert json.loads(found.splitlines()[0])["memory"]["id"] == memory_id  # JSON Lines
+    listed = server.cli("list", "--user-id", "bob", "--json").stdout.splitlines()
+    assert [json.loads(line)["id"] for line in listed] == [memory_id]
     got = json.loads(server.cli("get", memory_id, "--user-id", "bob", "--json").stdout)
     assert got["tags"] == ["health"]
     assert json.loads(server.cli("delete", memory_id, "--user-id", "bob", "--json").stdout) == {
@@ -86,8 +84,9 @@ def test_cli_exports_and_imports_a_scope(server: Server, tmp_path: Path) -> None
         server.cli(str(backup), "--user-id", "exp", "--json", command="import").stdout
     )
     assert again == {"imported": 0, "skipped": 120, "expired": 0}
-    listed = json.loads(server.cli("list", "--user-id", "exp", "--limit", "1", "--json").stdout)
-    assert listed["total_count"] == 120
+    listed = server.cli("list", "--user-id", "exp", "--limit", "1", "--json")
+    assert len(listed.stdout.splitlines()) == 1
+    assert listed.stderr.startswith("1 of 120; next page: --cursor ")
     foreign = server.cli(str(backup), "--user-id", "someone-else", command="import")
     assert foreign.returncode == 1
     assert "FORBIDDEN" in foreign.stderr

@@ -93,6 +93,24 @@ def test_a_non_retryable_error_is_raised_at_once() -> None:
     assert raised.value.data["code"] == "MEMORY_NOT_FOUND"
 
 
+def test_invalid_params_name_the_first_failing_fields_in_the_message() -> None:
+    fields = ["query", "limit", "tags", "k"]
+    problems = [{"field": f, "message": f"bad {f}"} for f in fields]
+    service = FakeService(error("INVALID_PARAMS", retryable=False, number=-32602, errors=problems))
+    with sync_client(service) as client, pytest.raises(RpcError) as raised:
+        client.search("", user_id="alice", limit=0, tags=3, k=1)
+    assert str(raised.value) == (
+        "invalid_params (-32602): query: bad query; limit: bad limit; tags: bad tags; and 1 more"
+    )
+    assert raised.value.message == "invalid_params"
+    assert raised.value.data["errors"] == problems  # all of them
+    assert raised.value.field_errors == [f"{f}: bad {f}" for f in fields]
+    service = FakeService(error("MEMORY_NOT_FOUND", retryable=False, number=-32004))
+    with sync_client(service) as client, pytest.raises(RpcError) as raised:
+        client.get("m404", user_id="alice")
+    assert str(raised.value) == "memory_not_found (-32004)"
+
+
 def test_retries_stop_after_the_configured_number() -> None:
     service = FakeService(*[error("PROVIDER_ERROR", retryable=True)] * 3)
     with sync_client(service, retries=2) as client, pytest.raises(RpcError) as raised:
