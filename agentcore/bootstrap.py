@@ -276,7 +276,6 @@ async def _build(
         max_batch_size=settings.memory_max_batch_size,
         stages=stages,
         default_ttl=settings.memory_default_ttl,
-        index_wait_seconds=settings.index_wait_seconds,
         updates=UpdateReader(uow_factory, vectors, embedder, clock),
     )
     probes: dict[str, Probe] = {

@@ -183,9 +183,6 @@ class Settings(BaseSettings):
     # Vector writes that failed are retried every VECTOR_SYNC_INTERVAL seconds; the embedded
     # vector store is flushed to disk every VECTOR_FLUSH_INTERVAL seconds (until then the
     # database's outbox keeps what a machine crash could lose).
-    # A search waits at most this long for the vectors its scopes are owed (write-behind
-    # indexing, services/indexer.py); 0: it never waits (findable by words at once).
-    index_wait_seconds: float = Field(5.0, ge=0)
     # The longest a call waits for a server store that does not answer (connecting to
     # Postgres, Redis, Qdrant or the broker, or for a pooled database connection) before it
     # fails with a retryable PROVIDER_ERROR.

@@ -40,6 +40,7 @@ from datetime import datetime
 from typing import Protocol
 
 from agentcore.domain.models import Memory
+from agentcore.services.fresh import FreshVectors
 from agentcore.services.ports import (
     Embedder,
     UnitOfWorkFactory,
@@ -211,12 +212,15 @@ class CandidateGenerator:
         embedder: Embedder,
         lexical: LexicalIndex | None = None,
         fusion: Fusion | None = None,
+        *,
+        fresh: FreshVectors | None = None,
     ) -> None:
         self._uow_factory = uow_factory
         self._vectors = vectors
         self._embedder = embedder
         self._lexical = lexical
         self._fusion = fusion or Fusion()
+        self._fresh = FreshVectors() if fresh is None else fresh
 
     async def generate(
         self,
@@ -247,6 +251,7 @@ class CandidateGenerator:
         (vector, dense), lexical = await asyncio.gather(
             self._dense(query, flt, wide, exact=dense_only), lexical_side
         )
+        dense = self._with_fresh(vector, flt, dense, wide)
         ids = list(dict.fromkeys([hit.id for hit in dense] + [hit.id for hit in lexical]))
         if not ids:
             return []
@@ -255,10 +260,14 @@ class CandidateGenerator:
             self._cosines(vector, flt, dense, lexical),
         )
         keys = set(flt.scope_keys)
+        layers = None if flt.layers is None else set(flt.layers)
         live = {
             m.id: m
             for m in found.memories
-            if m.scope_key in keys and not m.is_expired(now) and m.compacted_into_id is None
+            if m.scope_key in keys
+            and not m.is_expired(now)
+            and m.compacted_into_id is None
+            and (layers is None or m.layer.value in layers)
         }
         background = self._embedder.background_similarity
         known = {
@@ -303,6 +312,19 @@ class CandidateGenerator:
             vector = await self._embedder.embed_query(query)
         return vector, await self._vectors.search(vector, flt, pool)
 
+    def _with_fresh(
+        self, vector: Vectors, flt: VectorFilter, dense: list[VectorHit], pool: int
+    ) -> list[VectorHit]:
+        """The dense hits with the owed memories the vector store does not hold yet, compared
+        with the query here (their rows are checked against the filter with the others)."""
+        fresh = self._fresh.cosines(vector, flt.scope_keys)
+        if flt.ids is not None:
+            fresh = [hit for hit in fresh if hit.id in set(flt.ids)]
+        if not fresh:
+            return dense
+        merged = {hit.id: hit for hit in dense} | {hit.id: hit for hit in fresh}
+        return sorted(merged.values(), key=lambda hit: -hit.score)[:pool]
+
     async def _cosines(
         self,
         vector: Vectors,
@@ -316,7 +338,12 @@ class CandidateGenerator:
         missing = [hit.id for hit in lexical if hit.id not in seen]
         if not missing:
             return []
-        return await self._vectors.search(vector, replace(flt, ids=missing), len(missing))
+        fresh = self._fresh.cosines(vector, flt.scope_keys)
+        found = [hit for hit in fresh if hit.id in set(missing)]
+        missing = [memory_id for memory_id in missing if memory_id not in {h.id for h in found}]
+        if not missing:
+            return found
+        return found + await self._vectors.search(vector, replace(flt, ids=missing), len(missing))
 
     async def _lookup(self, query: str, flt: VectorFilter, ids: Sequence[str]) -> Lookup:
         """The memories of ``ids`` and, from the lexical index, what it knows of them."""

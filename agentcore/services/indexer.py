@@ -7,11 +7,11 @@ together in the next call (one onnxruntime call for the writes that arrived toge
 ``batch_size``), so concurrent writers share the embedder's work; the next batch is read and
 embedded while the previous one is written (``VectorSync.prepare`` / ``write``).
 
-Reads stay consistent: a search first waits (``settle``) until the vectors of its scopes that
-were owed when it arrived are written, up to ``max_wait`` seconds; past that it goes on with
-what is indexed (lexical matches included). A vector the indexer could not write stays in the
-outbox and is replayed by ``VectorSync`` (failed entries every interval, and every entry after
-a crash), as before.
+Reads never wait for it: the memories it owes are in ``FreshVectors`` from their commit until
+their vectors are written, with each vector as soon as it is embedded, and a search compares
+those with its query itself (``services.fresh``). A vector the indexer could not write stays in
+the outbox and is replayed by ``VectorSync`` (failed entries every interval, and every entry
+after a crash).
 """
 
 from __future__ import annotations
@@ -19,10 +19,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from agentcore.domain.models import Memory
 from agentcore.services.failures import log_failure
+from agentcore.services.fresh import FreshVectors
 from agentcore.services.ports import OutboxEntry
 from agentcore.services.vector_sync import UPSERT, Prepared, VectorSync
 
@@ -42,16 +43,15 @@ class VectorIndexer:
         sync: VectorSync,
         *,
         batch_size: int = 64,
-        max_wait: float = 5.0,
         after: AfterIndexing | None = None,
+        fresh: FreshVectors | None = None,
     ) -> None:
         self._sync = sync
         self._batch_size = batch_size
-        self._max_wait = max_wait
         self._after = after
+        self._fresh = FreshVectors() if fresh is None else fresh
         self._followed: dict[str, Memory] = {}  # the memories ``after`` is owed, by id
         self._queue: deque[tuple[int, OutboxEntry]] = deque()  # (sequence number, entry)
-        self._last_of_scope: dict[str, int] = {}  # scope key -> its newest sequence number
         self._submitted = 0
         self._done = 0  # every sequence number up to this one is indexed (or handed back)
         self._changed = asyncio.Condition()
@@ -71,16 +71,10 @@ class VectorIndexer:
         for entry_id, memory in entries:
             self._submitted += 1
             self._queue.append((self._submitted, OutboxEntry(entry_id, memory.id, UPSERT, 0)))
-            self._last_of_scope[memory.scope_key] = self._submitted
+        self._fresh.owe(memory for _, memory in entries)
         self._sync.reserve([entry_id for entry_id, _ in entries])
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._run(), name="indexer")
-
-    async def settle(self, scope_keys: Collection[str]) -> bool:
-        """Wait until the vectors of these scopes owed now are written (at most ``max_wait``
-        seconds). True when nothing is owed any more."""
-        target = max((self._last_of_scope.get(key, 0) for key in scope_keys), default=0)
-        return await self._wait_for(target, self._max_wait)
 
     async def drain(self, seconds: float) -> bool:
         """Wait until everything queued now is written (at shutdown); True if it was."""
@@ -110,6 +104,7 @@ class VectorIndexer:
                 batch = [self._queue.popleft() for _ in range(taken)]
                 prepared = self._sync.prepare([entry for _, entry in batch])
                 current = (batch, asyncio.ensure_future(prepared))
+                current[1].add_done_callback(self._embedded)
             if ahead is not None:
                 await self._finish(*ahead)
             ahead = current
@@ -127,12 +122,16 @@ class VectorIndexer:
             log_failure(log, f"indexing {len(batch)} vectors failed; they will be replayed", exc)
         finally:
             self._sync.release([entry.id for entry in entries])
+            self._fresh.settled(entry.memory_id for entry in entries)
         await self._follow([entry.memory_id for entry in entries], upserted)
         async with self._changed:
             self._done = batch[-1][0]
-            if self._done >= self._submitted:  # nothing queued or under way
-                self._last_of_scope.clear()
             self._changed.notify_all()
+
+    def _embedded(self, prepared: asyncio.Future[Prepared]) -> None:
+        """A batch's vectors, the moment they are computed: searches compare them from now."""
+        if not prepared.cancelled() and prepared.exception() is None:
+            self._fresh.embedded((point.id, point.vector) for _, point in prepared.result().points)
 
     async def _follow(self, memory_ids: list[str], upserted: list[str]) -> None:
         """``after`` for the followed memories of a batch whose vectors were written (one that

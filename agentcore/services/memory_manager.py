@@ -129,7 +129,6 @@ class MemoryManager:
         max_batch_size: int,
         stages: StageResolver | None = None,
         default_ttl: Mapping[ScopeLevel, int] | None = None,
-        index_wait_seconds: float = 5.0,
         updates: UpdateReader | None = None,
     ) -> None:
         self._uow_factory = uow_factory
@@ -138,8 +137,8 @@ class MemoryManager:
         self._updates = updates
         self._indexer = VectorIndexer(
             vector_sync,
-            max_wait=index_wait_seconds,
             after=None if updates is None else self._read_updates,
+            fresh=retrieval.fresh,
         )
         self._writes = GroupCommit(self._store_new, max_items=max_batch_size)
         self._retrieval = retrieval
@@ -446,9 +445,8 @@ class MemoryManager:
         return Page(page, next_after, total)
 
     async def search(self, query: SearchQuery) -> SearchOutcome:
-        """Ranked memories; a search sees every memory acknowledged before it (by meaning
-        once the indexer has caught up with its scopes: ``VectorIndexer.settle``)."""
-        await self._indexer.settle(visible_scope_keys(query.scope, query.scopes))
+        """Ranked memories; a search sees every memory acknowledged before it, without
+        waiting for the indexer (``services.fresh``)."""
         return await self._retrieval.search(query)
 
     async def history(self, memory_id: str, scope: ScopeIds) -> list[MemoryEvent]:

@@ -46,6 +46,7 @@ from agentcore.domain.updates.ranking import newer_first
 from agentcore.domain.updates.subjects import asked_people, states_for
 from agentcore.services.access import AccessRecorder
 from agentcore.services.candidates import CandidateGenerator, Fusion, LexicalIndex
+from agentcore.services.fresh import FreshVectors
 from agentcore.services.ports import Embedder, UnitOfWorkFactory, VectorFilter, VectorStore
 from agentcore.services.ranked import ScoredMemory, answers_first, current_of, in_place_of
 
@@ -136,7 +137,11 @@ class EnhancedRetrieval:
         lexical: LexicalIndex | None = None,
         fusion: Fusion | None = None,
     ) -> None:
-        self._candidates = CandidateGenerator(uow_factory, vectors, embedder, lexical, fusion)
+        # what the indexer owes the vector store, compared with queries until it is written
+        self.fresh = FreshVectors()
+        self._candidates = CandidateGenerator(
+            uow_factory, vectors, embedder, lexical, fusion, fresh=self.fresh
+        )
         self._uow_factory = uow_factory
         self._vectors = vectors
         self._embedder = embedder

@@ -54,6 +54,7 @@ async def test_vector_writes_survive_a_vector_store_outage(stack: Container) -> 
     # The lexical index, written with the memory, still finds it meanwhile.
     found_meanwhile = await stack.memory.search(SearchQuery("when does the flight leave", bob))
     assert [r.memory.id for r in found_meanwhile.results] == [stored.id]
+    assert await stack.memory.indexed()  # the indexer's try failed: handed to the replay
     stack.vectors.upsert = original  # type: ignore[method-assign]
     assert await stack.vector_sync.replay(failed_only=True) == 1
     assert await stack.vector_sync.flush() == 1

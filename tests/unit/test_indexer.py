@@ -1,6 +1,6 @@
 """Write-behind vectors (``agentcore.services.indexer``): a write is acknowledged once it is
 committed, its vector follows, writes that arrive together are embedded together, and a
-search sees every write acknowledged before it."""
+search never waits for them: it compares the vectors embedded and not yet written itself."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import asyncio
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
+import numpy as np
 import pytest
 
 from agentcore.domain.errors import EmbeddingFailed
@@ -46,16 +47,40 @@ class GatedEmbedder(FakeEmbedder):
         return vector
 
 
+class GatedVectorStore(FakeVectorStore):
+    """Writes points only while ``open`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.open = asyncio.Event()
+        self.open.set()
+
+    async def upsert(self, points: Sequence[VectorPoint]) -> None:
+        await self.open.wait()
+        await super().upsert(points)
+
+
 class Rig:
-    def __init__(self, index_wait: float = 5.0) -> None:
-        self.store, self.vectors, self.embedder = FakeStore(), FakeVectorStore(), GatedEmbedder()
+    def __init__(self) -> None:
+        self.store, self.vectors = FakeStore(), GatedVectorStore()
+        self.embedder = GatedEmbedder()
         clock = FakeClock()
         self.sync = VectorSync(self.store, self.vectors, self.embedder, clock)
-        retrieval = EnhancedRetrieval(self.store, self.vectors, self.embedder, clock, 200)
+        self.retrieval = EnhancedRetrieval(self.store, self.vectors, self.embedder, clock, 200)
         self.memory = MemoryManager(
-            self.store, self.embedder, self.sync, retrieval, clock, 500, 100,
-            index_wait_seconds=index_wait,
-        )  # fmt: skip
+            self.store, self.embedder, self.sync, self.retrieval, clock, 500, 100
+        )
+
+    async def embedded(self, count: int) -> None:
+        """Until ``count`` owed vectors are computed (and not written)."""
+        for _ in range(5_000):
+            if len(self.retrieval.fresh.cosines(QUERY, ["user:alice"])) >= count:
+                return
+            await asyncio.sleep(0.001)
+        raise AssertionError(f"{count} vectors were not embedded in 5 s")
+
+
+QUERY = np.ones(64, dtype=np.float32) / 8.0
 
 
 async def test_a_write_is_acknowledged_before_its_vector_is_written() -> None:
@@ -65,9 +90,37 @@ async def test_a_write_is_acknowledged_before_its_vector_is_written() -> None:
     assert stored.id in rig.store.state.memories  # committed
     assert rig.vectors.points == {}  # its vector follows
     rig.embedder.open.set()
+    assert await rig.memory.indexed()
     found = await rig.memory.search(SearchQuery("where does staging run", ALICE))
-    assert found.results[0].memory.id == stored.id  # the search waited for it
+    assert found.results[0].memory.id == stored.id
     assert set(rig.vectors.points) == {stored.id}
+
+
+async def test_a_search_never_waits_for_the_indexer() -> None:
+    rig = Rig()
+    rig.embedder.open.clear()  # nothing can be embedded: the search must not wait for it
+    await rig.memory.add(NewMemory("Alice keeps bees", ALICE))
+    found = await asyncio.wait_for(rig.memory.search(SearchQuery("who keeps bees", ALICE)), 1)
+    assert found.results == []  # no vector yet, and no lexical index in this rig
+    rig.embedder.open.set()
+    assert await rig.memory.indexed()
+
+
+async def test_a_vector_is_searched_from_the_moment_it_is_embedded() -> None:
+    rig = Rig()
+    rig.vectors.open.clear()  # embedded, but the vector store cannot take it yet
+    bees = await rig.memory.add(NewMemory("Alice keeps bees on the roof", ALICE))
+    await rig.memory.add(NewMemory("Bob keeps bees too", BOB))
+    await rig.embedded(1)
+    assert rig.vectors.points == {}
+    found = await rig.memory.search(SearchQuery("Alice keeps bees on the roof", ALICE))
+    assert [r.memory.id for r in found.results] == [bees.id]  # Bob's is not Alice's to see
+    assert found.results[0].similarity == pytest.approx(1.0)  # the exact comparison
+    rig.vectors.open.set()
+    assert await rig.memory.indexed()
+    assert len(rig.retrieval.fresh) == 0  # written: the store answers for it now
+    again = await rig.memory.search(SearchQuery("Alice keeps bees on the roof", ALICE))
+    assert [r.memory.id for r in again.results] == [bees.id]
 
 
 async def test_writes_that_arrive_together_are_embedded_together() -> None:
@@ -82,27 +135,6 @@ async def test_writes_that_arrive_together_are_embedded_together() -> None:
     assert await rig.memory.indexed()
     assert rig.embedder.batches == [1, 20]
     assert len(rig.vectors.points) == 21
-
-
-async def test_a_search_waits_only_for_its_own_scopes() -> None:
-    rig = Rig(index_wait=30)
-    bob = await rig.memory.add(NewMemory("Bob keeps bees on the roof", BOB))
-    assert await rig.memory.indexed()
-    rig.embedder.open.clear()
-    await rig.memory.add(NewMemory("Alice keeps bees too", ALICE))
-    found = await asyncio.wait_for(rig.memory.search(SearchQuery("who keeps bees", BOB)), timeout=5)
-    assert [r.memory.id for r in found.results] == [bob.id]
-    rig.embedder.open.set()
-
-
-async def test_a_search_stops_waiting_after_the_bound() -> None:
-    rig = Rig(index_wait=0.05)
-    rig.embedder.open.clear()
-    await rig.memory.add(NewMemory("Alice keeps bees", ALICE))
-    found = await rig.memory.search(SearchQuery("who keeps bees", ALICE))
-    assert found.results == []  # not indexed yet, and no lexical index in this rig
-    rig.embedder.open.set()
-    assert await rig.memory.indexed()
 
 
 async def test_an_embedder_outage_keeps_the_write_and_owes_its_vector() -> None:
@@ -128,9 +160,8 @@ async def test_a_memory_deleted_before_indexing_gets_no_vector() -> None:
     assert rig.vectors.points == {}
 
 
-@pytest.mark.parametrize("wait", [0.0, 5.0])
-async def test_close_writes_what_is_queued(wait: float) -> None:
-    rig = Rig(index_wait=wait)
+async def test_close_writes_what_is_queued() -> None:
+    rig = Rig()
     await rig.memory.add_batch([NewMemory(f"note {i}", ALICE) for i in range(5)])
     await rig.memory.close()
     assert len(rig.vectors.points) == 5
