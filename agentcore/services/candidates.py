@@ -248,8 +248,10 @@ class CandidateGenerator:
         # store is asked for more and its best ``pool`` that the rows confirm are kept.
         wide = pool if flt.where is None or decided(flt.where) else pool * _WIDEN
         lexical_side = self._no_hits() if dense_only else self._lexical_hits(query_words, flt, pool)
-        (vector, dense), lexical = await asyncio.gather(
-            self._dense(query, flt, wide, exact=dense_only), lexical_side
+        (vector, dense), lexical, _ = await asyncio.gather(
+            self._dense(query, flt, wide, exact=dense_only),
+            lexical_side,
+            self._fresh.complete(flt.scope_keys, self._embedder),
         )
         dense = self._with_fresh(vector, flt, dense, wide)
         ids = list(dict.fromkeys([hit.id for hit in dense] + [hit.id for hit in lexical]))

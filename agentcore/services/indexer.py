@@ -17,13 +17,14 @@ after a crash).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 
 from agentcore.domain.models import Memory
 from agentcore.services.failures import log_failure
-from agentcore.services.fresh import FreshVectors
+from agentcore.services.fresh import Claimed, FreshVectors
 from agentcore.services.ports import OutboxEntry
 from agentcore.services.vector_sync import UPSERT, Prepared, VectorSync
 
@@ -102,9 +103,13 @@ class VectorIndexer:
             if self._queue:
                 taken = min(self._batch_size, len(self._queue))
                 batch = [self._queue.popleft() for _ in range(taken)]
-                prepared = self._sync.prepare([entry for _, entry in batch])
+                ids = [entry.memory_id for _, entry in batch]
+                prepared = self._sync.prepare(
+                    [entry for _, entry in batch], known=self._fresh.known(ids)
+                )
                 current = (batch, asyncio.ensure_future(prepared))
-                current[1].add_done_callback(self._embedded)
+                claimed = self._fresh.claim(ids, current[1])
+                current[1].add_done_callback(functools.partial(self._embedded, claimed))
             if ahead is not None:
                 await self._finish(*ahead)
             ahead = current
@@ -128,10 +133,11 @@ class VectorIndexer:
             self._done = batch[-1][0]
             self._changed.notify_all()
 
-    def _embedded(self, prepared: asyncio.Future[Prepared]) -> None:
+    def _embedded(self, claimed: Claimed, prepared: asyncio.Future[Prepared]) -> None:
         """A batch's vectors, the moment they are computed: searches compare them from now."""
         if not prepared.cancelled() and prepared.exception() is None:
-            self._fresh.embedded((point.id, point.vector) for _, point in prepared.result().points)
+            points = prepared.result().points
+            self._fresh.fill(claimed, {point.id: point.vector for _, point in points})
 
     async def _follow(self, memory_ids: list[str], upserted: list[str]) -> None:
         """``after`` for the followed memories of a batch whose vectors were written (one that

@@ -14,6 +14,7 @@ import pytest
 from agentcore.domain.errors import EmbeddingFailed
 from agentcore.domain.models import Layer, Memory, ScopeIds, ScopeLevel
 from agentcore.domain.records import NewMemory
+from agentcore.services.fresh import WAIT_SECONDS
 from agentcore.services.indexer import VectorIndexer
 from agentcore.services.memory_manager import MemoryManager
 from agentcore.services.ports import OutboxEntry, VectorPoint, Vectors
@@ -100,7 +101,8 @@ async def test_a_search_never_waits_for_the_indexer() -> None:
     rig = Rig()
     rig.embedder.open.clear()  # nothing can be embedded: the search must not wait for it
     await rig.memory.add(NewMemory("Alice keeps bees", ALICE))
-    found = await asyncio.wait_for(rig.memory.search(SearchQuery("who keeps bees", ALICE)), 1)
+    search = rig.memory.search(SearchQuery("who keeps bees", ALICE))
+    found = await asyncio.wait_for(search, WAIT_SECONDS + 1)  # its own embedding, bounded
     assert found.results == []  # no vector yet, and no lexical index in this rig
     rig.embedder.open.set()
     assert await rig.memory.indexed()
@@ -175,7 +177,7 @@ class StepSync:
         self.events: list[str] = []
         self.release_first = asyncio.Event()
 
-    async def prepare(self, entries: Sequence[OutboxEntry]) -> Prepared:
+    async def prepare(self, entries: Sequence[OutboxEntry], *, known: object = None) -> Prepared:
         name = entries[0].memory_id
         self.events.append(f"prepare {name}")
         if name == "a":
