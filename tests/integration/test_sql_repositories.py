@@ -16,7 +16,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from agentcore.adapters.db.engine import create_engine
-from agentcore.adapters.db.migrate import upgrade
+from agentcore.adapters.db.migrate import head_revision, upgrade
 from agentcore.adapters.db.repositories import sqlite_memories
 from agentcore.adapters.db.uow import SqlUnitOfWorkFactory, ping
 from agentcore.domain.errors import Conflict, MemoryNotFound
@@ -512,7 +512,7 @@ async def test_upgrade_twice_is_a_no_op(uows: SqlUnitOfWorkFactory, database_url
             versions = (await conn.execute(text("SELECT version_num FROM alembic_version"))).all()
     finally:
         await engine.dispose()
-    assert [row[0] for row in versions] == ["0011"]
+    assert [row[0] for row in versions] == [head_revision()]
 
 
 async def test_metadata_filter_matches_value_and_type(uows: SqlUnitOfWorkFactory) -> None:
