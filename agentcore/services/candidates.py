@@ -251,7 +251,7 @@ class CandidateGenerator:
         (vector, dense), lexical, _ = await asyncio.gather(
             self._dense(query, flt, wide, exact=dense_only),
             lexical_side,
-            self._fresh.complete(flt.scope_keys, self._embedder),
+            self._fresh.settle(flt.scope_keys),
         )
         dense = self._with_fresh(vector, flt, dense, wide)
         ids = list(dict.fromkeys([hit.id for hit in dense] + [hit.id for hit in lexical]))

@@ -20,7 +20,7 @@ import asyncio
 import functools
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 
 from agentcore.domain.models import Memory
 from agentcore.services.failures import log_failure
@@ -30,6 +30,7 @@ from agentcore.services.vector_sync import UPSERT, Prepared, VectorSync
 
 log = logging.getLogger(__name__)
 
+EXACT_WAIT = 5.0  # seconds an exact check waits for its scopes' owed vectors, at most
 _Batch = tuple[list[tuple[int, OutboxEntry]], "asyncio.Future[Prepared]"]
 
 
@@ -53,6 +54,7 @@ class VectorIndexer:
         self._fresh = FreshVectors() if fresh is None else fresh
         self._followed: dict[str, Memory] = {}  # the memories ``after`` is owed, by id
         self._queue: deque[tuple[int, OutboxEntry]] = deque()  # (sequence number, entry)
+        self._last_of_scope: dict[str, int] = {}  # scope key -> its newest sequence number
         self._submitted = 0
         self._done = 0  # every sequence number up to this one is indexed (or handed back)
         self._changed = asyncio.Condition()
@@ -72,10 +74,17 @@ class VectorIndexer:
         for entry_id, memory in entries:
             self._submitted += 1
             self._queue.append((self._submitted, OutboxEntry(entry_id, memory.id, UPSERT, 0)))
+            self._last_of_scope[memory.scope_key] = self._submitted
         self._fresh.owe(memory for _, memory in entries)
         self._sync.reserve([entry_id for entry_id, _ in entries])
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._run(), name="indexer")
+
+    async def settle(self, scope_keys: Collection[str], seconds: float = EXACT_WAIT) -> bool:
+        """Wait until the vectors of these scopes owed now are written (at most ``seconds``):
+        for exact checks (a near-duplicate fact), never for a caller's search."""
+        target = max((self._last_of_scope.get(key, 0) for key in scope_keys), default=0)
+        return await self._wait_for(target, seconds)
 
     async def drain(self, seconds: float) -> bool:
         """Wait until everything queued now is written (at shutdown); True if it was."""
@@ -104,9 +113,7 @@ class VectorIndexer:
                 taken = min(self._batch_size, len(self._queue))
                 batch = [self._queue.popleft() for _ in range(taken)]
                 ids = [entry.memory_id for _, entry in batch]
-                prepared = self._sync.prepare(
-                    [entry for _, entry in batch], known=self._fresh.known(ids)
-                )
+                prepared = self._sync.prepare([entry for _, entry in batch])
                 current = (batch, asyncio.ensure_future(prepared))
                 claimed = self._fresh.claim(ids, current[1])
                 current[1].add_done_callback(functools.partial(self._embedded, claimed))
@@ -131,6 +138,8 @@ class VectorIndexer:
         await self._follow([entry.memory_id for entry in entries], upserted)
         async with self._changed:
             self._done = batch[-1][0]
+            if self._done >= self._submitted:  # nothing queued or under way
+                self._last_of_scope.clear()
             self._changed.notify_all()
 
     def _embedded(self, claimed: Claimed, prepared: asyncio.Future[Prepared]) -> None:

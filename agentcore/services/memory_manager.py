@@ -446,7 +446,11 @@ class MemoryManager:
 
     async def search(self, query: SearchQuery) -> SearchOutcome:
         """Ranked memories; a search sees every memory acknowledged before it, without
-        waiting for the indexer (``services.fresh``)."""
+        waiting for the indexer (``services.fresh``). A near-duplicate check (``dense_only``:
+        cosines against a fixed bar, e.g. a new fact against the stored ones) is exact, so it
+        waits for its scopes' owed vectors (``VectorIndexer.settle``)."""
+        if query.dense_only:
+            await self._indexer.settle(visible_scope_keys(query.scope, query.scopes))
         return await self._retrieval.search(query)
 
     async def history(self, memory_id: str, scope: ScopeIds) -> list[MemoryEvent]:

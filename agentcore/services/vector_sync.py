@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
@@ -157,16 +157,10 @@ class VectorSync:
         loses its vector whatever was queued. Returns how many were applied."""
         return await self.write(await self.prepare(entries))
 
-    async def prepare(
-        self,
-        entries: Sequence[OutboxEntry],
-        *,
-        known: Mapping[str, tuple[str, Vectors]] | None = None,
-    ) -> Prepared:
-        """The first half of ``apply``: read the memories and embed those that keep a vector
-        (``known``: vectors computed already, by id with the text they are of, used for a
-        memory whose text is still that). Several may run at once; ``write`` their results in
-        the order they were prepared (a later preparation read the database later)."""
+    async def prepare(self, entries: Sequence[OutboxEntry]) -> Prepared:
+        """The first half of ``apply``: read the memories and embed those that keep a vector.
+        Several may run at once; ``write`` their results in the order they were prepared (a
+        later preparation read the database later)."""
         if not entries:
             return Prepared([], [], self._deletes)
         deletes = self._deletes
@@ -183,20 +177,13 @@ class VectorSync:
         if not to_upsert:
             return Prepared(to_delete, [], deletes)
         ids = list(dict.fromkeys(e.memory_id for e in to_upsert))  # each memory embedded once
-        reused = {
-            i: vector
-            for i, (text, vector) in (known or {}).items()
-            if i in by_id and by_id[i].content == text
-        }
-        missing = [i for i in ids if i not in reused]
         try:
-            texts = [by_id[i].content for i in missing]
-            vectors: list[Vectors] = list(await self._embedder.embed(texts)) if texts else []
+            vectors = await self._embedder.embed([by_id[i].content for i in ids])
         except AgentCoreError as exc:
             log.warning("embedding for the vector index failed: %s", exc.message)
             await self._mark_failed([e.id for e in to_upsert])
             return Prepared(to_delete, [], deletes)
-        vector_of = reused | dict(zip(missing, vectors, strict=True))
+        vector_of = dict(zip(ids, vectors, strict=True))
         points = [(e.id, to_point(by_id[e.memory_id], vector_of[e.memory_id])) for e in to_upsert]
         return Prepared(to_delete, points, deletes)
 

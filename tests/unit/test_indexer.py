@@ -102,7 +102,7 @@ async def test_a_search_never_waits_for_the_indexer() -> None:
     rig.embedder.open.clear()  # nothing can be embedded: the search must not wait for it
     await rig.memory.add(NewMemory("Alice keeps bees", ALICE))
     search = rig.memory.search(SearchQuery("who keeps bees", ALICE))
-    found = await asyncio.wait_for(search, WAIT_SECONDS + 1)  # its own embedding, bounded
+    found = await asyncio.wait_for(search, WAIT_SECONDS + 1)  # one embedding call, bounded
     assert found.results == []  # no vector yet, and no lexical index in this rig
     rig.embedder.open.set()
     assert await rig.memory.indexed()
@@ -177,7 +177,7 @@ class StepSync:
         self.events: list[str] = []
         self.release_first = asyncio.Event()
 
-    async def prepare(self, entries: Sequence[OutboxEntry], *, known: object = None) -> Prepared:
+    async def prepare(self, entries: Sequence[OutboxEntry]) -> Prepared:
         name = entries[0].memory_id
         self.events.append(f"prepare {name}")
         if name == "a":
