@@ -248,10 +248,8 @@ class CandidateGenerator:
         # store is asked for more and its best ``pool`` that the rows confirm are kept.
         wide = pool if flt.where is None or decided(flt.where) else pool * _WIDEN
         lexical_side = self._no_hits() if dense_only else self._lexical_hits(query_words, flt, pool)
-        (vector, dense), lexical, _ = await asyncio.gather(
-            self._dense(query, flt, wide, exact=dense_only),
-            lexical_side,
-            self._fresh.settle(flt.scope_keys),
+        (vector, dense), lexical = await asyncio.gather(
+            self._dense(query, flt, wide, exact=dense_only), lexical_side
         )
         dense = self._with_fresh(vector, flt, dense, wide)
         ids = list(dict.fromkeys([hit.id for hit in dense] + [hit.id for hit in lexical]))

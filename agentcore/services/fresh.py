@@ -1,36 +1,31 @@
 """Memories committed whose vectors the vector store does not hold yet, and each one's vector
 as soon as the indexer has embedded it.
 
-A search never waits for the indexer's backlog (``services.indexer``). It sees every
-acknowledged memory by its words at once (the lexical index is written in the add's
-transaction), and by its meaning through this registry: the owed memories of the searched
-scopes already embedded are compared with the query exactly, beside the vector store's hits
-(``CandidateGenerator``). For those the indexer is embedding at that moment it waits at most
-``WAIT_SECONDS`` (one embedding call, never the queue behind it): a write is found by its
-meaning from the first search after it unless many newer writes of its scope queue before it,
-and by its words always.
+A search never waits for a backlog (``services.indexer``). When its scopes owe at most
+``ONE_BATCH`` vectors (what one embedding call writes: a caller's own recent writes) it waits
+for them, so a write is found by its meaning from the first search after it. When they owe
+more (a stream of adds into one scope), it does not wait: it sees every acknowledged memory by
+its words (the lexical index is written in the add's transaction), and by its meaning those
+already embedded, compared with the query exactly here beside the vector store's hits
+(``CandidateGenerator``).
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from agentcore.domain.models import Memory
 from agentcore.services.ports import VectorHit, Vectors
 
-WAIT_SECONDS = 1.0  # the most a search waits for an embedding under way (one indexer batch)
+ONE_BATCH = 64  # owed vectors a search waits for: what one embedding call writes
 
 
 @dataclass(slots=True)
 class _Owed:
-    text: str
     vector: Vectors | None = None
-    embedding: asyncio.Future[Any] | None = None  # under way in the indexer
 
 
 Claimed = Mapping[str, _Owed]  # what ``claim`` handed out, for ``fill``
@@ -52,16 +47,14 @@ class FreshVectors:
             self._scope_of[memory.id] = memory.scope_key
             owed = self._by_scope.setdefault(memory.scope_key, {})
             owed.pop(memory.id, None)  # a changed memory goes to the end, unembedded
-            owed[memory.id] = _Owed(memory.content)
+            owed[memory.id] = _Owed()
 
-    def claim(self, memory_ids: Iterable[str], done: asyncio.Future[Any]) -> Claimed:
-        """These are being embedded (``done`` resolves when they are, or failed): the owed
-        entries to ``fill``."""
+    def claim(self, memory_ids: Iterable[str]) -> Claimed:
+        """These are being embedded: the owed entries to ``fill``."""
         claimed = {}
         for memory_id in memory_ids:
             owed = self._get(memory_id)
             if owed is not None and owed.vector is None:
-                owed.embedding = done
                 claimed[memory_id] = owed
         return claimed
 
@@ -83,17 +76,9 @@ class FreshVectors:
             if not owed:
                 del self._by_scope[key]
 
-    async def settle(self, scope_keys: Collection[str]) -> None:
-        """Wait up to ``WAIT_SECONDS`` for the embeddings under way of ``scope_keys``' owed
-        memories (not for those still queued)."""
-        under_way = {
-            owed.embedding
-            for key in scope_keys
-            for owed in self._by_scope.get(key, {}).values()
-            if owed.vector is None and owed.embedding is not None and not owed.embedding.done()
-        }
-        if under_way:
-            await asyncio.wait(under_way, timeout=WAIT_SECONDS)
+    def owed(self, scope_keys: Collection[str]) -> int:
+        """How many vectors of these scopes are not written yet."""
+        return sum(len(self._by_scope.get(key, {})) for key in scope_keys)
 
     def cosines(self, query: Vectors, scope_keys: Collection[str]) -> list[VectorHit]:
         """The cosine to ``query`` of every owed memory of ``scope_keys`` already embedded

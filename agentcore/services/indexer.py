@@ -115,7 +115,7 @@ class VectorIndexer:
                 ids = [entry.memory_id for _, entry in batch]
                 prepared = self._sync.prepare([entry for _, entry in batch])
                 current = (batch, asyncio.ensure_future(prepared))
-                claimed = self._fresh.claim(ids, current[1])
+                claimed = self._fresh.claim(ids)
                 current[1].add_done_callback(functools.partial(self._embedded, claimed))
             if ahead is not None:
                 await self._finish(*ahead)

@@ -5,6 +5,7 @@ ordered; items are deduplicated and carry the ids of what they show; the MCP too
 from __future__ import annotations
 
 import re
+import time
 from typing import Any
 
 import pytest
@@ -367,7 +368,14 @@ def mcp(client: TestClient, method: str, params: dict[str, Any] | None = None) -
     return response.json()["result"]
 
 
+HEALTH = {"jsonrpc": "2.0", "id": 1, "method": "memory.health", "params": {}}
+
+
 def test_the_mcp_tool_is_listed_and_callable(client: TestClient, world: dict[str, Any]) -> None:
+    for _ in range(600):  # the same block twice: once every vector is written
+        if client.post("/rpc", json=HEALTH).json()["result"]["indexing_backlog"] == 0:
+            break
+        time.sleep(0.05)
     tools = {t["name"]: t for t in mcp(client, "tools/list")["tools"]}
     schema = tools["memory_context"]["inputSchema"]
     assert {"max_tokens", "query", "layers", "current_stage", "task_id"} <= set(

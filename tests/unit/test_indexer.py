@@ -14,7 +14,7 @@ import pytest
 from agentcore.domain.errors import EmbeddingFailed
 from agentcore.domain.models import Layer, Memory, ScopeIds, ScopeLevel
 from agentcore.domain.records import NewMemory
-from agentcore.services.fresh import WAIT_SECONDS
+from agentcore.services.fresh import ONE_BATCH
 from agentcore.services.indexer import VectorIndexer
 from agentcore.services.memory_manager import MemoryManager
 from agentcore.services.ports import OutboxEntry, VectorPoint, Vectors
@@ -97,15 +97,27 @@ async def test_a_write_is_acknowledged_before_its_vector_is_written() -> None:
     assert set(rig.vectors.points) == {stored.id}
 
 
-async def test_a_search_never_waits_for_the_indexer() -> None:
+async def test_a_search_never_waits_for_a_backlog() -> None:
     rig = Rig()
     rig.embedder.open.clear()  # nothing can be embedded: the search must not wait for it
-    await rig.memory.add(NewMemory("Alice keeps bees", ALICE))
-    search = rig.memory.search(SearchQuery("who keeps bees", ALICE))
-    found = await asyncio.wait_for(search, WAIT_SECONDS + 1)  # one embedding call, bounded
+    notes = [NewMemory(f"Alice keeps bees, hive {n}", ALICE) for n in range(ONE_BATCH + 1)]
+    await rig.memory.add_batch(notes)
+    found = await asyncio.wait_for(rig.memory.search(SearchQuery("who keeps bees", ALICE)), 1)
     assert found.results == []  # no vector yet, and no lexical index in this rig
     rig.embedder.open.set()
     assert await rig.memory.indexed()
+
+
+async def test_a_search_waits_for_one_embedding_call_of_its_own_scopes() -> None:
+    rig = Rig()
+    rig.embedder.open.clear()
+    bees = await rig.memory.add(NewMemory("Alice keeps bees", ALICE))
+    search = asyncio.ensure_future(rig.memory.search(SearchQuery("who keeps bees", ALICE)))
+    await asyncio.sleep(0.05)
+    assert not search.done()  # a few owed vectors: it waits for them...
+    rig.embedder.open.set()
+    found = await asyncio.wait_for(search, 5)
+    assert [r.memory.id for r in found.results] == [bees.id]  # ...and finds the write
 
 
 async def test_a_vector_is_searched_from_the_moment_it_is_embedded() -> None:
