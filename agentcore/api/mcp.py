@@ -163,9 +163,14 @@ def tool_list(params: Mapping[str, type[BaseModel]]) -> list[mt.Tool]:
 
 
 def _server(
-    list_tools: Callable[[Any, mt.PaginatedRequestParams | None], Awaitable[mt.ListToolsResult]],
+    tools: list[mt.Tool],
     call_tool: Callable[[Any, mt.CallToolRequestParams], Awaitable[mt.CallToolResult]],
 ) -> Server[Any]:
+    """The MCP server listing ``tools`` and answering their calls with ``call_tool``."""
+
+    async def list_tools(ctx: Any, params: mt.PaginatedRequestParams | None) -> mt.ListToolsResult:
+        return mt.ListToolsResult(tools=tools)
+
     return Server(
         "agentcore-memory",
         version=__version__,
@@ -186,13 +191,8 @@ class McpTools:
     def __init__(self, runtime: Runtime, stdio_key: ApiKey | None = None) -> None:
         self._runtime = runtime
         self._stdio_key = stdio_key
-        self._tools = tool_list({name: m.params for name, m in runtime.methods.items()})
-        self.server: Server[Any] = _server(self._list_tools, self._call_tool)
-
-    async def _list_tools(
-        self, ctx: Any, params: mt.PaginatedRequestParams | None
-    ) -> mt.ListToolsResult:
-        return mt.ListToolsResult(tools=self._tools)
+        tools = tool_list({name: m.params for name, m in runtime.methods.items()})
+        self.server: Server[Any] = _server(tools, self._call_tool)
 
     async def _call_tool(self, ctx: Any, params: mt.CallToolRequestParams) -> mt.CallToolResult:
         spec = _SPECS.get(params.name)
@@ -223,13 +223,8 @@ class McpProxy:
 
     def __init__(self, client: AsyncMemoryClient) -> None:
         self._client = client
-        self._tools = tool_list({spec.method: spec.params for spec in TOOLS})
-        self.server: Server[Any] = _server(self._list_tools, self._call_tool)
-
-    async def _list_tools(
-        self, ctx: Any, params: mt.PaginatedRequestParams | None
-    ) -> mt.ListToolsResult:
-        return mt.ListToolsResult(tools=self._tools)
+        tools = tool_list({spec.method: spec.params for spec in TOOLS})
+        self.server: Server[Any] = _server(tools, self._call_tool)
 
     async def _call_tool(self, ctx: Any, params: mt.CallToolRequestParams) -> mt.CallToolResult:
         spec = _SPECS.get(params.name)
