@@ -11,6 +11,8 @@ import asyncio
 import functools
 import hashlib
 import json
+import os
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -226,6 +228,21 @@ async def test_inference_leaves_the_event_loop_free(embedder: LocalMiniLMEmbedde
         ticks += 1
     await task
     assert ticks > 5
+
+
+async def test_stored_texts_are_embedded_below_the_serving_priority(
+    embedder: LocalMiniLMEmbedder,
+) -> None:
+    await embedder.embed(SENTENCES)
+    await embedder.embed_query(SENTENCES[0])
+    process = os.getpriority(os.PRIO_PROCESS, 0)
+    priority = {
+        thread.name: os.getpriority(os.PRIO_PROCESS, thread.native_id)
+        for thread in threading.enumerate()
+        if thread.native_id is not None and thread.name.startswith(("embed_", "query_"))
+    }
+    assert priority.pop("query_0") == process  # a search's query is served at once
+    assert priority and set(priority.values()) == {min(process + 10, 19)}
 
 
 async def test_a_closed_embedder_refuses_work() -> None:

@@ -10,11 +10,18 @@ queues texts and receives vectors.
 A model whose vector of a text depends on the other texts of its batch must not be used this
 way; the local graphs quantize each token on their own for this reason
 (``quantized_layers.quantized_rows``).
+
+A runner whose work can wait (stored texts, embedded behind the replies) runs its threads at
+a lower scheduling priority (``nice``): the serving thread and the query thread then take a
+core the moment they need one instead of sharing it with a run already under way, and the
+runner still has every cycle they leave (decisions.md, Embedder).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -25,6 +32,7 @@ import numpy as np
 from agentcore.services.ports import Vectors
 
 EmbedTexts = Callable[[list[str]], Vectors]
+log = logging.getLogger(__name__)
 
 
 @dataclass(eq=False, slots=True)
@@ -41,11 +49,21 @@ class _Call:
 
 class BatchingRunner:
     def __init__(
-        self, embed: EmbedTexts, dimension: int, *, threads: int, take: int, name: str
+        self,
+        embed: EmbedTexts,
+        dimension: int,
+        *,
+        threads: int,
+        take: int,
+        name: str,
+        nice: int = 0,
     ) -> None:
+        """``nice``: how much lower than the process's the threads' scheduling priority is
+        (Linux's nice increment; 0 keeps the process's)."""
         if threads < 1 or take < 1:
             raise ValueError("a batching runner needs at least one thread and one text a run")
         self._embed = embed
+        self._nice = nice
         self._dimension = dimension
         self._take = take
         self._waiting: deque[tuple[_Call, int]] = deque()  # (call, index of one of its texts)
@@ -81,6 +99,8 @@ class BatchingRunner:
             await asyncio.to_thread(thread.join)
 
     def _work(self) -> None:
+        if self._nice:
+            _lower_priority(self._nice)
         while True:
             with self._ready:
                 while not self._waiting and not self._closing:
@@ -107,6 +127,15 @@ class BatchingRunner:
                         finished.append(call)
             for call in finished:
                 call.loop.call_soon_threadsafe(_succeed, call.future, call.rows)
+
+
+def _lower_priority(increment: int) -> None:
+    """Lower the calling thread's priority (on Linux a thread is scheduled on its own)."""
+    try:
+        thread = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, thread, os.getpriority(os.PRIO_PROCESS, thread) + increment)
+    except (AttributeError, OSError):  # no per-thread priorities here: the same priority
+        log.debug("thread priority not lowered", exc_info=True)
 
 
 def _succeed(future: asyncio.Future[Vectors], rows: Vectors) -> None:

@@ -8,10 +8,10 @@ session in length-sorted runs.
 
 Texts are embedded on threads owned by the embedder, never on the event loop, by two
 ``BatchingRunner``s: stored texts (the indexer's batches, behind the writes' replies) on
-``threads`` threads, and queries on one thread of their own, so a search never queues behind a
-batch being indexed. Each takes every text waiting when it starts a run, so the queries of
-concurrent searches are embedded together; the graphs quantize each token on its own, so a
-text's vector does not depend on the texts run beside it.
+``threads`` threads at a lower priority, and queries on one thread of their own, so a search
+never queues behind a batch being indexed. Each takes every text waiting when it starts a run,
+so the queries of concurrent searches are embedded together; the graphs quantize each token on
+its own, so a text's vector does not depend on the texts run beside it.
 """
 
 from __future__ import annotations
@@ -37,6 +37,8 @@ _QUERIES_PER_TAKE = 64  # queries of concurrent searches embedded in one call
 # Stored texts a thread takes at once: small enough that the indexer's batch of twenty is
 # shared by every thread, and runs of 8 embedded as many texts per second as runs of 64.
 _STORED_PER_TAKE = 8
+# Stored texts are embedded at a lower priority than requests are served (``batching``).
+_STORED_NICE = 10
 # Texts about unrelated things: the mean cosine of one read as a query with another read as a
 # stored text is the model's background similarity (``LocalEmbedder.background_similarity``).
 _UNRELATED = (
@@ -82,6 +84,7 @@ class LocalEmbedder:
             threads=threads,
             take=min(batch_size, _STORED_PER_TAKE),
             name="embed",
+            nice=_STORED_NICE,
         )
         self._queries = BatchingRunner(
             self._embed_queries, model.dimension, threads=1, take=_QUERIES_PER_TAKE, name="query"
