@@ -111,6 +111,9 @@ class SyntheticEmbedder:
         vector: Vectors = (await self.embed([text]))[0]
         return vector
 
+    async def embed_now(self, texts: Sequence[str]) -> Vectors:
+        return await self.embed(texts)
+
     async def close(self) -> None:
         return None
 

@@ -61,6 +61,9 @@ class FakeEmbedder:
         vectors: Vectors = (await self.embed([text]))[0]
         return vectors
 
+    async def embed_now(self, texts: Sequence[str]) -> Vectors:
+        return await FakeEmbedder.embed(self, texts)  # not a subclass's queued ``embed``
+
     async def embed(self, texts: Sequence[str]) -> Vectors:
         self.calls += 1
         out = np.zeros((len(texts), self._dimension), dtype=np.float32)

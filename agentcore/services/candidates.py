@@ -33,14 +33,17 @@ a memory without a session is an episode of its own.
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Protocol
 
+from agentcore.domain.errors import AgentCoreError
 from agentcore.domain.models import Memory
-from agentcore.services.fresh import FreshVectors
+from agentcore.services.failures import log_failure
+from agentcore.services.fresh import Claimed, FreshVectors
 from agentcore.services.ports import (
     Embedder,
     UnitOfWorkFactory,
@@ -50,6 +53,8 @@ from agentcore.services.ports import (
     VectorStore,
 )
 from agentcore.services.vector_payload import decided
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,12 +310,30 @@ class CandidateGenerator:
     ) -> tuple[Vectors, list[VectorHit]]:
         """The query's vector and its nearest memories. ``exact`` embeds the query as a stored
         text is embedded (a near-duplicate check compares cosines to a fixed bar); otherwise
-        with the embedder's faster query path."""
+        with the embedder's faster query path, beside the few owed texts of the searched
+        scopes not embedded yet (``services.fresh``)."""
         if exact:
             vector = (await self._embedder.embed([query]))[0]
         else:
-            vector = await self._embedder.embed_query(query)
+            vector, _ = await asyncio.gather(
+                self._embedder.embed_query(query), self._embed_owed(flt)
+            )
         return vector, await self._vectors.search(vector, flt, pool)
+
+    async def _embed_owed(self, flt: VectorFilter) -> None:
+        """Embed the searched scopes' owed texts the indexer has not embedded yet, when they
+        are few; if that fails, they are still found by their words."""
+        owed: Claimed = self._fresh.unembedded(flt.scope_keys)
+        if flt.ids is not None:
+            owed = {memory_id: o for memory_id, o in owed.items() if memory_id in set(flt.ids)}
+        if not owed:
+            return
+        try:
+            rows = await self._embedder.embed_now([o.text for o in owed.values()])
+        except AgentCoreError as exc:
+            log_failure(log, f"embedding {len(owed)} owed texts for a search failed", exc)
+            return
+        self._fresh.fill(owed, dict(zip(owed, rows, strict=True)))
 
     def _with_fresh(
         self, vector: Vectors, flt: VectorFilter, dense: list[VectorHit], pool: int

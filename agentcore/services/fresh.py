@@ -1,13 +1,15 @@
 """Memories committed whose vectors the vector store does not hold yet, and each one's vector
-as soon as the indexer has embedded it.
+as soon as it is embedded.
 
-A search never waits for a backlog (``services.indexer``). When its scopes owe at most
-``ONE_BATCH`` vectors (what one embedding call writes: a caller's own recent writes) it waits
-for them, so a write is found by its meaning from the first search after it. When they owe
-more (a stream of adds into one scope), it does not wait: it sees every acknowledged memory by
-its words (the lexical index is written in the add's transaction), and by its meaning those
+A search never waits for the indexer (``services.indexer``). It sees every acknowledged memory
+by its words (the lexical index is written in the add's transaction), and by its meaning those
 already embedded, compared with the query exactly here beside the vector store's hits
-(``CandidateGenerator``).
+(``CandidateGenerator``). When its scopes owe at most ``EMBED_NOW`` vectors not yet embedded
+(a caller's own recent writes) it embeds those texts itself, beside its query, so a write is
+found by its meaning from the first search after it; more than that is a backlog, left to the
+indexer. A text embedded so is kept here for the searches after it; the indexer embeds it
+again for the vector store (at most ``EMBED_NOW`` texts a search, and only while the indexer
+keeps up: under a stream of writes the scope owes more and searches embed nothing).
 """
 
 from __future__ import annotations
@@ -20,11 +22,12 @@ import numpy as np
 from agentcore.domain.models import Memory
 from agentcore.services.ports import VectorHit, Vectors
 
-ONE_BATCH = 64  # owed vectors a search waits for: what one embedding call writes
+EMBED_NOW = 8  # owed texts a search embeds itself: a caller's recent writes, not a backlog
 
 
 @dataclass(slots=True)
 class _Owed:
+    text: str
     vector: Vectors | None = None
 
 
@@ -47,7 +50,7 @@ class FreshVectors:
             self._scope_of[memory.id] = memory.scope_key
             owed = self._by_scope.setdefault(memory.scope_key, {})
             owed.pop(memory.id, None)  # a changed memory goes to the end, unembedded
-            owed[memory.id] = _Owed()
+            owed[memory.id] = _Owed(memory.content)
 
     def claim(self, memory_ids: Iterable[str]) -> Claimed:
         """These are being embedded: the owed entries to ``fill``."""
@@ -57,6 +60,18 @@ class FreshVectors:
             if owed is not None and owed.vector is None:
                 claimed[memory_id] = owed
         return claimed
+
+    def unembedded(self, scope_keys: Collection[str], most: int = EMBED_NOW) -> Claimed:
+        """The owed entries of these scopes not embedded yet (each with its ``text``), to
+        ``fill``; none when there are more than ``most`` (a backlog)."""
+        found: dict[str, _Owed] = {}
+        for key in scope_keys:
+            for memory_id, owed in self._by_scope.get(key, {}).items():
+                if owed.vector is None:
+                    found[memory_id] = owed
+                    if len(found) > most:
+                        return {}
+        return found
 
     def fill(self, claimed: Claimed, vectors: Mapping[str, Sequence[float] | Vectors]) -> None:
         """The vectors of claimed entries, kept while each is still owed as it was claimed (a

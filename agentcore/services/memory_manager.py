@@ -31,9 +31,8 @@ from agentcore.domain.records import (
 )
 from agentcore.domain.scopes import owning_level, visible_scope_keys
 from agentcore.services.duplicates import repeats
-from agentcore.services.fresh import ONE_BATCH
 from agentcore.services.group_commit import GroupCommit
-from agentcore.services.indexer import EXACT_WAIT, VectorIndexer
+from agentcore.services.indexer import VectorIndexer
 from agentcore.services.ports import (
     Access,
     Embedder,
@@ -447,18 +446,11 @@ class MemoryManager:
 
     async def search(self, query: SearchQuery) -> SearchOutcome:
         """Ranked memories; a search sees every memory acknowledged before it and never waits
-        for a backlog (``services.fresh``): it waits for its scopes' owed vectors only when
-        they are at most one embedding call's, or when it is a near-duplicate check
-        (``dense_only``: cosines against a fixed bar, e.g. a new fact against the stored ones),
-        which must be exact."""
-        fresh = self._retrieval.fresh
-        if query.session_wide:  # its scopes are found in the search: any owed may be one
-            if len(fresh) <= ONE_BATCH:
-                await self._indexer.drain(EXACT_WAIT)
-        else:
-            keys = visible_scope_keys(query.scope, query.scopes)
-            if query.dense_only or fresh.owed(keys) <= ONE_BATCH:
-                await self._indexer.settle(keys)
+        for the indexer (``services.fresh``), except a near-duplicate check (``dense_only``:
+        cosines of stored texts against a fixed bar, e.g. a new fact against the stored
+        ones), which waits for its scopes' owed vectors to be exact."""
+        if query.dense_only:
+            await self._indexer.settle(visible_scope_keys(query.scope, query.scopes))
         return await self._retrieval.search(query)
 
     async def history(self, memory_id: str, scope: ScopeIds) -> list[MemoryEvent]:

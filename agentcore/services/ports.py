@@ -60,6 +60,12 @@ class Embedder(Protocol):
         search never waits behind stored texts."""
         ...
 
+    async def embed_now(self, texts: Sequence[str]) -> Vectors:
+        """``embed``'s rows for stored texts a caller is waiting for (a search's memories whose
+        vectors are still owed): the local embedders run them on a thread of their own, at the
+        serving priority, ahead of the texts queued for the vector index."""
+        ...
+
     async def close(self) -> None: ...
 
 

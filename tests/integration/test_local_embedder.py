@@ -235,14 +235,23 @@ async def test_stored_texts_are_embedded_below_the_serving_priority(
 ) -> None:
     await embedder.embed(SENTENCES)
     await embedder.embed_query(SENTENCES[0])
+    await embedder.embed_now(SENTENCES[:2])
     process = os.getpriority(os.PRIO_PROCESS, 0)
     priority = {
         thread.name: os.getpriority(os.PRIO_PROCESS, thread.native_id)
         for thread in threading.enumerate()
-        if thread.native_id is not None and thread.name.startswith(("embed_", "query_"))
+        if thread.native_id is not None and thread.name.startswith(("embed_", "query_", "now_"))
     }
-    assert priority.pop("query_0") == process  # a search's query is served at once
-    assert priority and set(priority.values()) == {min(process + 10, 19)}
+    assert priority.pop("query_0") == process  # a search's query is served at once,
+    assert priority.pop("now_0") == process  # and the owed texts it embeds beside it
+    assert priority
+    assert set(priority.values()) == {min(process + 10, 19)}
+
+
+async def test_texts_embedded_now_equal_the_queued_ones(embedder: LocalMiniLMEmbedder) -> None:
+    np.testing.assert_array_equal(
+        await embedder.embed_now(SENTENCES), await embedder.embed(SENTENCES)
+    )
 
 
 async def test_a_closed_embedder_refuses_work() -> None:

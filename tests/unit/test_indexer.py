@@ -14,7 +14,7 @@ import pytest
 from agentcore.domain.errors import EmbeddingFailed
 from agentcore.domain.models import Layer, Memory, ScopeIds, ScopeLevel
 from agentcore.domain.records import NewMemory
-from agentcore.services.fresh import ONE_BATCH
+from agentcore.services.fresh import EMBED_NOW
 from agentcore.services.indexer import VectorIndexer
 from agentcore.services.memory_manager import MemoryManager
 from agentcore.services.ports import OutboxEntry, VectorPoint, Vectors
@@ -100,24 +100,31 @@ async def test_a_write_is_acknowledged_before_its_vector_is_written() -> None:
 async def test_a_search_never_waits_for_a_backlog() -> None:
     rig = Rig()
     rig.embedder.open.clear()  # nothing can be embedded: the search must not wait for it
-    notes = [NewMemory(f"Alice keeps bees, hive {n}", ALICE) for n in range(ONE_BATCH + 1)]
+    notes = [NewMemory(f"Alice keeps bees, hive {n}", ALICE) for n in range(EMBED_NOW + 1)]
     await rig.memory.add_batch(notes)
     found = await asyncio.wait_for(rig.memory.search(SearchQuery("who keeps bees", ALICE)), 1)
-    assert found.results == []  # no vector yet, and no lexical index in this rig
+    assert found.results == []  # a backlog: no vector yet, and no lexical index in this rig
     rig.embedder.open.set()
     assert await rig.memory.indexed()
 
 
-async def test_a_search_waits_for_one_embedding_call_of_its_own_scopes() -> None:
+async def test_a_search_embeds_its_callers_few_owed_writes_itself() -> None:
     rig = Rig()
-    rig.embedder.open.clear()
+    rig.embedder.open.clear()  # the indexer cannot embed: the search must not wait for it
     bees = await rig.memory.add(NewMemory("Alice keeps bees", ALICE))
-    search = asyncio.ensure_future(rig.memory.search(SearchQuery("who keeps bees", ALICE)))
-    await asyncio.sleep(0.05)
-    assert not search.done()  # a few owed vectors: it waits for them...
+    await rig.memory.add(NewMemory("Bob keeps bees too", BOB))
+    before = rig.embedder.calls
+    query = SearchQuery("who keeps bees", ALICE)
+    found = await asyncio.wait_for(rig.memory.search(query), 1)
+    assert [r.memory.id for r in found.results] == [bees.id]  # by its meaning, Alice's only
+    assert rig.embedder.calls == before + 2  # the query, and Alice's one owed text
+    again = await asyncio.wait_for(rig.memory.search(query), 1)
+    assert [r.memory.id for r in again.results] == [bees.id]
+    assert rig.embedder.calls == before + 3  # the query only: the owed vector was kept
     rig.embedder.open.set()
-    found = await asyncio.wait_for(search, 5)
-    assert [r.memory.id for r in found.results] == [bees.id]  # ...and finds the write
+    assert await rig.memory.indexed()
+    assert bees.id in rig.vectors.points
+    assert len(rig.vectors.points) == 2
 
 
 async def test_a_vector_is_searched_from_the_moment_it_is_embedded() -> None:

@@ -6,10 +6,11 @@ trained with (e5 reads "query: " before a search and "passage: " before a stored
 embedder strips each text, adds the prefix, tokenizes, truncates at the limit and runs the
 session in length-sorted runs.
 
-Texts are embedded on threads owned by the embedder, never on the event loop, by two
+Texts are embedded on threads owned by the embedder, never on the event loop, by three
 ``BatchingRunner``s: stored texts (the indexer's batches, behind the writes' replies) on
-``threads`` threads at a lower priority, and queries on one thread of their own, so a search
-never queues behind a batch being indexed. Each takes every text waiting when it starts a run,
+``threads`` threads at a lower priority; queries on one thread of their own, so a search
+never queues behind a batch being indexed; and stored texts a search is waiting for
+(``embed_now``) on another. Each takes every text waiting when it starts a run,
 so the queries of concurrent searches are embedded together; the graphs quantize each token on
 its own, so a text's vector does not depend on the texts run beside it.
 """
@@ -89,6 +90,9 @@ class LocalEmbedder:
         self._queries = BatchingRunner(
             self._embed_queries, model.dimension, threads=1, take=_QUERIES_PER_TAKE, name="query"
         )
+        self._urgent = BatchingRunner(
+            self._embed_passages, model.dimension, threads=1, take=_QUERIES_PER_TAKE, name="now"
+        )
         self._closed = False
         self._background = _mean_pair_cosine(
             self._embed_queries(list(_UNRELATED)), self._embed_passages(list(_UNRELATED))
@@ -123,6 +127,11 @@ class LocalEmbedder:
         vector: Vectors = (await self._queries.run([text]))[0]
         return vector
 
+    async def embed_now(self, texts: Sequence[str]) -> Vectors:
+        if self._closed:
+            raise RuntimeError("the embedder is closed")
+        return await self._urgent.run(list(texts))
+
     async def close(self) -> None:
         if self._closed:
             return
@@ -130,6 +139,7 @@ class LocalEmbedder:
         # The texts already queued are still embedded; then the threads stop.
         await self._documents.close()
         await self._queries.close()
+        await self._urgent.close()
 
     def _embed_passages(self, texts: list[str]) -> Vectors:
         return self._embed_now([self._model.passage_prefix + text.strip() for text in texts])

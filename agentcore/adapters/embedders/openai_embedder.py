@@ -75,6 +75,9 @@ class OpenAIEmbedder:
         vectors: Vectors = (await self.embed([text]))[0]
         return vectors
 
+    async def embed_now(self, texts: Sequence[str]) -> Vectors:
+        return await self.embed(texts)
+
     async def embed(self, texts: Sequence[str]) -> Vectors:
         if isinstance(texts, str):
             raise TypeError("embed takes a sequence of texts, not a single str")
