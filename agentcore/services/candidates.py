@@ -322,18 +322,28 @@ class CandidateGenerator:
 
     async def _embed_owed(self, flt: VectorFilter) -> None:
         """Embed the searched scopes' owed texts the indexer has not embedded yet, when they
-        are few; if that fails, they are still found by their words."""
+        are few (those another search is embedding now: wait for its embedding); if that
+        fails, they are still found by their words."""
         owed: Claimed = self._fresh.unembedded(flt.scope_keys)
         if flt.ids is not None:
             owed = {memory_id: o for memory_id, o in owed.items() if memory_id in set(flt.ids)}
-        if not owed:
-            return
-        try:
-            rows = await self._embedder.embed_now([o.text for o in owed.values()])
-        except AgentCoreError as exc:
-            log_failure(log, f"embedding {len(owed)} owed texts for a search failed", exc)
-            return
-        self._fresh.fill(owed, dict(zip(owed, rows, strict=True)))
+        others = {o.asked for o in owed.values() if o.asked is not None}
+        mine = {memory_id: o for memory_id, o in owed.items() if o.asked is None}
+        if mine:
+            asked = asyncio.get_running_loop().create_future()
+            for o in mine.values():
+                o.asked = asked
+            try:
+                rows = await self._embedder.embed_now([o.text for o in mine.values()])
+                self._fresh.fill(mine, dict(zip(mine, rows, strict=True)))
+            except AgentCoreError as exc:
+                log_failure(log, f"embedding {len(mine)} owed texts for a search failed", exc)
+            finally:
+                for o in mine.values():
+                    o.asked = None
+                asked.set_result(None)
+        if others:
+            await asyncio.wait([asyncio.shield(f) for f in others])
 
     def _with_fresh(
         self, vector: Vectors, flt: VectorFilter, dense: list[VectorHit], pool: int

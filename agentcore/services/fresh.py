@@ -5,15 +5,17 @@ A search never waits for the indexer (``services.indexer``). It sees every ackno
 by its words (the lexical index is written in the add's transaction), and by its meaning those
 already embedded, compared with the query exactly here beside the vector store's hits
 (``CandidateGenerator``). When its scopes owe at most ``EMBED_NOW`` vectors not yet embedded
-(a caller's own recent writes) it embeds those texts itself, beside its query, so a write is
-found by its meaning from the first search after it; more than that is a backlog, left to the
-indexer. A text embedded so is kept here for the searches after it; the indexer embeds it
-again for the vector store (at most ``EMBED_NOW`` texts a search, and only while the indexer
-keeps up: under a stream of writes the scope owes more and searches embed nothing).
+(a caller's own recent writes: a few adds, a stage's notes) it embeds those texts itself,
+beside its query, so a write is found by its meaning from the first search after it; more than
+that is a backlog, left to the indexer. A text embedded so is kept here for the searches after
+it, and searches at the same moment share one embedding of it (``_Owed.asked``); the indexer
+embeds it again for the vector store (only while the indexer keeps up: under a stream of
+writes the scope owes more and searches embed nothing).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -22,13 +24,14 @@ import numpy as np
 from agentcore.domain.models import Memory
 from agentcore.services.ports import VectorHit, Vectors
 
-EMBED_NOW = 8  # owed texts a search embeds itself: a caller's recent writes, not a backlog
+EMBED_NOW = 32  # owed texts a search embeds itself: a caller's recent writes, not a backlog
 
 
 @dataclass(slots=True)
 class _Owed:
     text: str
     vector: Vectors | None = None
+    asked: asyncio.Future[None] | None = None  # a search's embedding of it, under way
 
 
 Claimed = Mapping[str, _Owed]  # what ``claim`` handed out, for ``fill``

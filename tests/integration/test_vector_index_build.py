@@ -120,7 +120,9 @@ async def test_a_switch_under_concurrent_writes_loses_nothing(
         status = await store.index_status()
         assert status["failures"] == 0
         assert n < 100_000, "the build never ended"
-    assert status["directory"] == "shard-1"
+    # Served from the last build's copy (on a busy machine the writes during one build can
+    # pass the threshold again, and a second build follows at once).
+    assert status["directory"] == f"shard-{status['builds']}"
     assert status["unindexed"] < status["points"]  # most points are in an HNSW segment now
     assert len(deleted) > 20  # the build ran under a stream of writes
     moved = [m for m in moved if m not in set(deleted)]

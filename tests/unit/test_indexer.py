@@ -127,6 +127,28 @@ async def test_a_search_embeds_its_callers_few_owed_writes_itself() -> None:
     assert len(rig.vectors.points) == 2
 
 
+async def test_searches_at_the_same_moment_embed_an_owed_text_once() -> None:
+    rig = Rig()
+    rig.embedder.open.clear()
+    bees = await rig.memory.add(NewMemory("Alice keeps bees", ALICE))
+    now_texts: list[str] = []
+    gate = asyncio.Event()
+
+    async def embed_now(texts: Sequence[str]) -> Vectors:
+        now_texts.extend(texts)
+        await gate.wait()
+        return await FakeEmbedder.embed(rig.embedder, texts)
+
+    rig.embedder.embed_now = embed_now  # type: ignore[method-assign]
+    query = SearchQuery("who keeps bees", ALICE)
+    searches = [asyncio.ensure_future(rig.memory.search(query)) for _ in range(3)]
+    await asyncio.sleep(0.01)
+    gate.set()
+    for found in await asyncio.wait_for(asyncio.gather(*searches), 1):
+        assert [r.memory.id for r in found.results] == [bees.id]
+    assert now_texts == ["Alice keeps bees"]
+
+
 async def test_a_vector_is_searched_from_the_moment_it_is_embedded() -> None:
     rig = Rig()
     rig.vectors.open.clear()  # embedded, but the vector store cannot take it yet

@@ -26,6 +26,7 @@ import threading
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -116,7 +117,7 @@ class BatchingRunner:
                 vectors = self._embed([call.texts[index] for call, index in taken])
             except Exception as exc:  # each caller gets the failure (EmbeddingFailed)
                 for call in dict.fromkeys(call for call, _ in taken):
-                    call.loop.call_soon_threadsafe(_fail, call.future, exc)
+                    _answer(call, _fail, exc)
                 continue
             finished = []
             with self._ready:
@@ -126,7 +127,7 @@ class BatchingRunner:
                     if call.remaining == 0:
                         finished.append(call)
             for call in finished:
-                call.loop.call_soon_threadsafe(_succeed, call.future, call.rows)
+                _answer(call, _succeed, call.rows)
 
 
 def _lower_priority(increment: int) -> None:
@@ -136,6 +137,16 @@ def _lower_priority(increment: int) -> None:
         os.setpriority(os.PRIO_PROCESS, thread, os.getpriority(os.PRIO_PROCESS, thread) + increment)
     except (AttributeError, OSError):  # no per-thread priorities here: the same priority
         log.debug("thread priority not lowered", exc_info=True)
+
+
+def _answer(
+    call: _Call, answer: Callable[[asyncio.Future[Vectors], Any], None], value: Any
+) -> None:
+    """Hand a caller its outcome on its own loop; a loop closed meanwhile has no caller left."""
+    try:
+        call.loop.call_soon_threadsafe(answer, call.future, value)
+    except RuntimeError:  # "Event loop is closed"
+        log.debug("an embedding finished after its caller's event loop closed")
 
 
 def _succeed(future: asyncio.Future[Vectors], rows: Vectors) -> None:
