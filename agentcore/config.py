@@ -187,6 +187,10 @@ class Settings(BaseSettings):
     # Postgres, Redis, Qdrant or the broker, or for a pooled database connection) before it
     # fails with a retryable PROVIDER_ERROR.
     store_timeout_seconds: float = Field(5.0, gt=0)
+    # With REDIS_URL, jobs (stage compression) run on `agentcore worker` processes. A call that
+    # waits for one (memory.stage.complete) while no worker is alive fails at once with a
+    # retryable PROVIDER_ERROR; true: it runs the job in the serving process instead.
+    jobs_inline_without_worker: bool = False
     vector_sync_interval: float = Field(1.0, gt=0)
     vector_flush_interval: float = Field(30.0, gt=0)
 
@@ -212,6 +216,13 @@ class Settings(BaseSettings):
             "QDRANT_URL": self.qdrant_url is None,
         }
         return [name for name, missing in local.items() if missing]
+
+    @property
+    def periodic_jobs_on_workers(self) -> bool:
+        """Celery beat (``agentcore worker --beat``) runs the expiry sweep and consolidation
+        only when every store is a server: they change vectors, which otherwise live in the
+        serving process, and that process runs them itself."""
+        return not self.in_process_stores
 
     def check_production(self) -> None:
         """Production runs on servers only: a store left to the embedded default would give
