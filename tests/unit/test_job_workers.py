@@ -7,7 +7,9 @@ import time
 from typing import Any
 
 import pytest
+from prometheus_client import CollectorRegistry, generate_latest
 
+from agentcore.api.metrics import HealthCollector
 from agentcore.domain.errors import ProviderError
 from agentcore.services.health import HealthService
 from agentcore.services.jobs import (
@@ -120,3 +122,19 @@ async def test_a_queue_that_cannot_be_read_is_named() -> None:
     assert report.jobs is not None
     assert report.jobs.facts is None
     assert report.degraded == ["job queue unreadable (its Redis did not answer)"]
+
+
+async def test_the_queue_is_scraped_as_gauges() -> None:
+    queue = FakeWorkerQueue(workers_alive=0, queued=2, oldest=12.5)
+
+    async def no_outbox() -> int:
+        return 0
+
+    health = HealthService({}, "production", no_outbox, jobs=queue.facts)
+    registry = CollectorRegistry()
+    registry.register(HealthCollector(health))
+    await health.check()
+    scraped = generate_latest(registry).decode()
+    assert "agentcore_job_workers_alive 0.0" in scraped
+    assert "agentcore_jobs_queued 2.0" in scraped
+    assert "agentcore_jobs_oldest_queued_seconds 12.5" in scraped
