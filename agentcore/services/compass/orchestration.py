@@ -131,7 +131,11 @@ class CompassService:
         self._submitted: dict[str, tuple[float, str]] = {}
 
     async def complete_stage(self, task_id: str, stage_id: str, *, wait: bool = True) -> Completion:
-        inline = wait and self._settings.auto_compress and not await self._job_runs()
+        # Decided before the stage is touched, so that a refusal changes nothing.
+        needs_job = wait and self._settings.auto_compress
+        if needs_job and await self._stages.stage_memory(stage_id) is not None:
+            needs_job = False  # compressed already (a retry after the job ran)
+        inline = needs_job and not await self._job_runs()
         stage = await self._stages.complete(task_id, stage_id)
         existing = await self._stages.stage_memory(stage.id)
         if existing is not None or not self._settings.auto_compress:
@@ -194,14 +198,16 @@ class CompassService:
         if not self._settings.auto_compress:
             return 0
         now = time.monotonic()
+        candidates = await self._stages.pending_compression(limit)
+        due = {
+            s.id
+            for s in candidates
+            if s.id in self._submitted and now - self._submitted[s.id][0] >= RESUBMIT_SECONDS
+        }
         # Without a live worker the job submitted before is still queued: no second copy.
-        resubmit = await has_live_worker(self._jobs)
-        pending = [
-            stage
-            for stage in await self._stages.pending_compression(limit)
-            if stage.id not in self._submitted
-            or (resubmit and now - self._submitted[stage.id][0] >= RESUBMIT_SECONDS)
-        ]
+        if due and not await has_live_worker(self._jobs):
+            due = set()
+        pending = [s for s in candidates if s.id not in self._submitted or s.id in due]
         for stage in pending:
             await self._submit(stage.id)
         for stage_id in [
