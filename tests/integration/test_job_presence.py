@@ -131,6 +131,14 @@ async def test_inline_without_a_worker_compresses_in_process(
         assert redis.Redis.from_url(redis_url).llen("celery") == 0  # nothing for a worker
     finally:
         await api.aclose()
+    # Asked again, without a worker and without inline jobs: the summary is there already.
+    strict = settings.model_copy(update={"jobs_inline_without_worker": False})
+    again = await _container(strict, vectors=FakeVectorStore())
+    try:
+        repeated = await again.compass.complete_stage("inline", stage_id, wait=True)
+        assert repeated.stage_memory == done.stage_memory
+    finally:
+        await again.aclose()
 
 
 @pytest.mark.postgres
