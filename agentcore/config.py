@@ -234,6 +234,26 @@ class Settings(BaseSettings):
                 f"{', '.join(missing)} (unset AGENTCORE_MODE for the embedded default)"
             )
 
+    def check_worker(self, *, beat: bool) -> None:
+        """Refuse a Celery worker that could not own what its jobs need: the embedded stores
+        under AGENTCORE_DATA_DIR belong to the serving process."""
+        self.check_production()
+        if self.redis_url is None:
+            raise ConfigurationError("agentcore worker needs REDIS_URL (the Celery broker)")
+        if self.database_url is None:
+            raise ConfigurationError(
+                "agentcore worker needs DATABASE_URL (a database server): without it the "
+                "database is the SQLite file under AGENTCORE_DATA_DIR, which belongs to the "
+                "serving process"
+            )
+        if beat and not self.periodic_jobs_on_workers:
+            raise ConfigurationError(
+                "agentcore worker --beat needs QDRANT_URL: the periodic jobs (expiry sweep, "
+                "consolidation) change vectors, which live in the serving process's embedded "
+                "vector store without it, so that process runs them; start the worker "
+                "without --beat"
+            )
+
     @property
     def sqlalchemy_url(self) -> str:
         """The async SQLAlchemy URL: the configured database, or the embedded SQLite file."""

@@ -32,7 +32,7 @@ from agentcore.adapters.jobs.celery_queue import (
 from agentcore.adapters.jobs.presence import WorkerHeartbeat, stamp_enqueued
 from agentcore.bootstrap import Container, build_worker_container
 from agentcore.config import Settings
-from agentcore.domain.errors import AgentCoreError, ConfigurationError
+from agentcore.domain.errors import AgentCoreError
 from agentcore.services.jobs import failed, run_job
 from agentcore.services.lifecycle.consolidation import CONSOLIDATE
 from agentcore.services.lifecycle.expiry import SWEEP_EXPIRED
@@ -187,24 +187,6 @@ class _Heartbeat:
                 log.warning("job heartbeat failed", exc_info=True)
 
 
-def check_worker(settings: Settings, *, beat: bool) -> None:
-    """Refuse, before anything is opened, a worker that could not own what its jobs need."""
-    settings.check_production()
-    if settings.redis_url is None:
-        raise ConfigurationError("agentcore worker needs REDIS_URL (the Celery broker)")
-    if settings.database_url is None:
-        raise ConfigurationError(
-            "agentcore worker needs DATABASE_URL (a database server): without it the database "
-            "is the SQLite file under AGENTCORE_DATA_DIR, which belongs to the serving process"
-        )
-    if beat and not settings.periodic_jobs_on_workers:
-        raise ConfigurationError(
-            "agentcore worker --beat needs QDRANT_URL: the periodic jobs (expiry sweep, "
-            "consolidation) change vectors, which live in the serving process's embedded "
-            "vector store without it, so that process runs them; start the worker without --beat"
-        )
-
-
 def announce_while_consuming(app: Celery) -> None:
     """The worker's heartbeat, from when it consumes jobs until it shuts down."""
     heartbeat = WorkerHeartbeat(app.backend.client)
@@ -221,7 +203,7 @@ def announce_while_consuming(app: Celery) -> None:
 
 def run_worker(settings: Settings, loglevel: str = "INFO", *, beat: bool = False) -> None:
     """A worker; with ``beat``, also the scheduler of periodic jobs (run exactly one)."""
-    check_worker(settings, beat=beat)
+    settings.check_worker(beat=beat)
     app = celery_app(settings)
     runtime = WorkerRuntime(settings)
     runtime.start()  # a store or model that cannot be opened stops it here, before any job

@@ -4,13 +4,15 @@ workers are gone is told at once instead of held."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from agentcore.api.metrics import HealthCollector
-from agentcore.domain.errors import ProviderError
+from agentcore.config import Settings
+from agentcore.domain.errors import ConfigurationError, ProviderError
 from agentcore.services.health import HealthService
 from agentcore.services.jobs import (
     JOB_WORKER,
@@ -138,3 +140,17 @@ async def test_the_queue_is_scraped_as_gauges() -> None:
     assert "agentcore_job_workers_alive 0.0" in scraped
     assert "agentcore_jobs_queued 2.0" in scraped
     assert "agentcore_jobs_oldest_queued_seconds 12.5" in scraped
+
+
+def test_a_worker_needs_servers_for_what_it_touches(tmp_path: Path) -> None:
+    base = {"agentcore_data_dir": tmp_path, "redis_url": "redis://r", "database_url": "pg://d"}
+    Settings(**base).check_worker(beat=False)  # vectors, if embedded, stay the server's
+    Settings(**base, qdrant_url="http://q").check_worker(beat=True)
+    refusals = [
+        ({**base, "redis_url": None}, False, "needs REDIS_URL"),
+        ({**base, "database_url": None}, False, "needs DATABASE_URL"),
+        (base, True, "--beat needs QDRANT_URL"),
+    ]
+    for fields, beat, said in refusals:
+        with pytest.raises(ConfigurationError, match=said):
+            Settings(**fields).check_worker(beat=beat)
