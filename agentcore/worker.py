@@ -1,8 +1,9 @@
 """The Celery side: the app, its tasks, and the runtime that lets tasks use the async services.
 
 A worker process keeps one event loop in a background thread and one container built on it
-(the composition root, as in the API process), built before it takes its first job. Tasks
-hand coroutines to that loop and wait. Once it consumes jobs, it writes its heartbeat to Redis
+(the composition root, as in the API process), built before it takes its first job (at its
+first job with ``--beat``, whose process Celery forks off this one). Tasks hand coroutines to
+that loop and wait. Once it consumes jobs, it writes its heartbeat to Redis
 (adapters/jobs/presence.py), which the API reads to know that someone runs its jobs.
 Without ``REDIS_URL`` (embedded mode) there is no worker: jobs run in the API process.
 
@@ -206,7 +207,11 @@ def run_worker(settings: Settings, loglevel: str = "INFO", *, beat: bool = False
     settings.check_worker(beat=beat)
     app = celery_app(settings)
     runtime = WorkerRuntime(settings)
-    runtime.start()  # a store or model that cannot be opened stops it here, before any job
+    if not beat:
+        # A store or model it cannot use stops it here, before its heartbeat says it runs
+        # jobs. Not with beat: Celery forks beat's process, and a fork must not copy the
+        # container's threads; that worker builds it at its first job.
+        runtime.start()
     register_tasks(app, runtime)
     announce_while_consuming(app)
     # No mingle: it only waits a second at start for revoked ids, and none are revoked.
