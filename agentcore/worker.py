@@ -222,7 +222,8 @@ def run_worker(settings: Settings, loglevel: str = "INFO", *, beat: bool = False
         "--without-gossip",
         "--without-mingle",
     ]
-    if beat:
+    if beat:  # every store is a server then: the directory holds only beat's schedule
+        settings.agentcore_data_dir.mkdir(parents=True, exist_ok=True)
         argv += ["--beat", f"--schedule={settings.agentcore_data_dir / 'celerybeat-schedule'}"]
     try:
         app.worker_main(argv)
