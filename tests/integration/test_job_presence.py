@@ -106,6 +106,12 @@ async def test_a_waited_completion_without_a_worker(
         assert facts is not None
         assert facts.queued == 1
         assert (await api.health.check()).degraded[0].startswith("no live job worker")
+
+        # The task's progress does not wait for a job no worker runs: the stage joins later.
+        started = time.monotonic()
+        progress = await api.compass.task_progress("no-worker")
+        assert time.monotonic() - started < 5
+        assert progress.completed_stage_ids == ()
     finally:
         await api.aclose()
         broker.close()

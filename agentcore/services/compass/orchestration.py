@@ -293,23 +293,17 @@ class CompassService:
         if not waiting:
             return
         try:
-            runs = await self._job_runs()
+            if not await self._job_runs():
+                for stage in waiting:
+                    await self.compress_stage(stage.id)
+                return
+            jobs = [await self._submit(s.id) for s in waiting]
+            for job_id in jobs:
+                await wait_served(self._jobs, job_id, self._settings.wait_seconds, _WHAT)
         except ProviderError as exc:
             if not is_no_live_worker(exc):
                 raise
-            return  # no worker: their jobs wait in the queue; the brief covers the others
-        if not runs:
-            for stage in waiting:
-                await self.compress_stage(stage.id)
-            return
-        jobs = [await self._submit(s.id) for s in waiting]
-        for job_id in jobs:
-            try:
-                await wait_served(self._jobs, job_id, self._settings.wait_seconds, _WHAT)
-            except ProviderError as exc:
-                if not is_no_live_worker(exc):
-                    raise
-                return
+            # No worker: their jobs wait in the queue, the brief covers the stages compressed.
 
     async def _ongoing(self, active: Stage | None) -> list[CriticalFact]:
         """The flagged memories and stated constraints of the active stage, so far."""
