@@ -8,8 +8,9 @@ the workers' and readers' clocks need not agree. This is the worker's heartbeat,
 a job's own heartbeat (``celery_queue.heartbeat_key``) says whether its worker still runs it.
 
 Every job message carries the time it was published (``ENQUEUED_AT``, a header stamped by
-``stamp_enqueued``), so the age of the oldest job still in Celery's Redis list (its tail: Celery
-pushes on the left and takes from the right) is read without a lookup.
+``stamp_enqueued`` with the publisher's clock), so the age of the oldest job still in Celery's
+Redis list (its tail: Celery pushes on the left and takes from the right) is read without a
+lookup, against Redis's clock: hosts kept in time (NTP) agree to well under the stall threshold.
 """
 
 from __future__ import annotations
