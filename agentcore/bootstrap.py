@@ -202,6 +202,16 @@ async def build_container(
         raise
 
 
+async def build_worker_container(settings: Settings) -> Container:
+    """The container of a Celery worker: without ``QDRANT_URL`` the vectors are the serving
+    process's (its embedded engine under the data directory), and the worker opens none."""
+    if settings.qdrant_url is None:
+        from agentcore.adapters.vectors.owned_elsewhere import OwnedElsewhereVectorStore
+
+        return await build_container(settings, vectors=OwnedElsewhereVectorStore())
+    return await build_container(settings)
+
+
 async def _build(
     settings: Settings,
     embedder: Embedder | None,
@@ -291,14 +301,6 @@ async def _build(
         async with uow_factory() as uow:
             return await uow.outbox.count()
 
-    health = HealthService(
-        probes,
-        "embedded" if settings.embedded else "production",
-        pending,
-        lambda: memory.indexing_backlog,
-        lambda: lexical.documents_in_memory,
-        f"{embedder_id(embedder)}, {embedder.precision}",
-    )
     tokens = BpeTokenCounter()  # one tokenizer for working memory and compression
     episodic = EpisodicMemoryService(
         uow_factory,
@@ -341,6 +343,15 @@ async def _build(
     )
     job_handlers: dict[str, JobHandler] = {REPLAY_VECTORS: partial(_replay_vectors, sync)}
     jobs = build_job_queue(settings, job_handlers)
+    health = HealthService(
+        probes,
+        "embedded" if settings.embedded else "production",
+        pending,
+        lambda: memory.indexing_backlog,
+        lambda: lexical.documents_in_memory,
+        f"{embedder_id(embedder)}, {embedder.precision}",
+        jobs=jobs.facts,
+    )
     errors = ErrorTracker(
         uow_factory,
         memory,
@@ -368,6 +379,7 @@ async def _build(
             stage_target_ratio=settings.stage_compression_ratio_target,
             task_target_ratio=settings.task_compression_ratio_target,
             paid_model=paid_model,
+            inline_without_worker=settings.jobs_inline_without_worker,
         ),
     )
     job_handlers[COMPRESS_STAGE] = compass.run_compress_job

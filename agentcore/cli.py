@@ -191,6 +191,7 @@ def _reembed(_: argparse.Namespace, settings: Settings) -> int:
 
 
 def _worker(args: argparse.Namespace, settings: Settings) -> int:
+    settings.check_worker(beat=args.beat)  # before the slow imports
     from agentcore.worker import run_worker
 
     run_worker(settings, args.loglevel, beat=args.beat)

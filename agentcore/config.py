@@ -187,6 +187,10 @@ class Settings(BaseSettings):
     # Postgres, Redis, Qdrant or the broker, or for a pooled database connection) before it
     # fails with a retryable PROVIDER_ERROR.
     store_timeout_seconds: float = Field(5.0, gt=0)
+    # With REDIS_URL, jobs (stage compression) run on `agentcore worker` processes. A call that
+    # waits for one (memory.stage.complete) while no worker is alive fails at once with a
+    # retryable PROVIDER_ERROR; true: it runs the job in the serving process instead.
+    jobs_inline_without_worker: bool = False
     vector_sync_interval: float = Field(1.0, gt=0)
     vector_flush_interval: float = Field(30.0, gt=0)
 
@@ -213,6 +217,13 @@ class Settings(BaseSettings):
         }
         return [name for name, missing in local.items() if missing]
 
+    @property
+    def periodic_jobs_on_workers(self) -> bool:
+        """Celery beat (``agentcore worker --beat``) runs the expiry sweep and consolidation
+        only when every store is a server: they change vectors, which otherwise live in the
+        serving process, and that process runs them itself."""
+        return not self.in_process_stores
+
     def check_production(self) -> None:
         """Production runs on servers only: a store left to the embedded default would give
         each replica data of its own, silently."""
@@ -221,6 +232,26 @@ class Settings(BaseSettings):
             raise ConfigurationError(
                 f"AGENTCORE_MODE=production needs every store to be a server; not set: "
                 f"{', '.join(missing)} (unset AGENTCORE_MODE for the embedded default)"
+            )
+
+    def check_worker(self, *, beat: bool) -> None:
+        """Refuse a Celery worker that could not own what its jobs need: the embedded stores
+        under AGENTCORE_DATA_DIR belong to the serving process."""
+        self.check_production()
+        if self.redis_url is None:
+            raise ConfigurationError("agentcore worker needs REDIS_URL (the Celery broker)")
+        if self.database_url is None:
+            raise ConfigurationError(
+                "agentcore worker needs DATABASE_URL (a database server): without it the "
+                "database is the SQLite file under AGENTCORE_DATA_DIR, which belongs to the "
+                "serving process"
+            )
+        if beat and not self.periodic_jobs_on_workers:
+            raise ConfigurationError(
+                "agentcore worker --beat needs QDRANT_URL: the periodic jobs (expiry sweep, "
+                "consolidation) change vectors, which live in the serving process's embedded "
+                "vector store without it, so that process runs them; start the worker "
+                "without --beat"
             )
 
     @property

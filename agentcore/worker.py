@@ -1,8 +1,16 @@
 """The Celery side: the app, its tasks, and the runtime that lets tasks use the async services.
 
 A worker process keeps one event loop in a background thread and one container built on it
-(the composition root, as in the API process). Tasks hand coroutines to that loop and wait.
+(the composition root, as in the API process), built before it takes its first job (at its
+first job with ``--beat``, whose process Celery forks off this one). Tasks hand coroutines to
+that loop and wait. Once it consumes jobs, it writes its heartbeat to Redis
+(adapters/jobs/presence.py), which the API reads to know that someone runs its jobs.
 Without ``REDIS_URL`` (embedded mode) there is no worker: jobs run in the API process.
+
+A worker owns nothing in ``AGENTCORE_DATA_DIR``: the embedded stores there belong to the
+serving process. So it needs a database server (``DATABASE_URL``); without ``QDRANT_URL`` it
+opens no vector store (its vector writes are left to the serving process), and cannot run
+Celery beat, whose periodic jobs change vectors (the serving process runs them then).
 """
 
 from __future__ import annotations
@@ -14,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from celery import Celery
-from celery.signals import task_prerun
+from celery.signals import before_task_publish, task_prerun, worker_ready, worker_shutdown
 
 from agentcore.adapters.jobs.celery_queue import (
     HEARTBEAT_SECONDS,
@@ -22,9 +30,10 @@ from agentcore.adapters.jobs.celery_queue import (
     RUN_JOB,
     heartbeat_key,
 )
-from agentcore.bootstrap import Container, build_container
+from agentcore.adapters.jobs.presence import WorkerHeartbeat, stamp_enqueued
+from agentcore.bootstrap import Container, build_worker_container
 from agentcore.config import Settings
-from agentcore.domain.errors import AgentCoreError, ConfigurationError
+from agentcore.domain.errors import AgentCoreError
 from agentcore.services.jobs import failed, run_job
 from agentcore.services.lifecycle.consolidation import CONSOLIDATE
 from agentcore.services.lifecycle.expiry import SWEEP_EXPIRED
@@ -43,18 +52,22 @@ class WorkerRuntime:
         self._container: Container | None = None
 
     def run(self, job: Callable[[Container], Awaitable[T]], timeout: float = 600) -> T:
-        loop, container = self._start()
+        loop, container = self.start()
         return asyncio.run_coroutine_threadsafe(_call(job, container), loop).result(timeout)
 
-    def _start(self) -> tuple[asyncio.AbstractEventLoop, Container]:
+    def start(self) -> tuple[asyncio.AbstractEventLoop, Container]:
         with self._lock:
             if self._loop is None or self._container is None:
                 loop = asyncio.new_event_loop()
                 threading.Thread(
                     target=loop.run_forever, name="agentcore-loop", daemon=True
                 ).start()
-                future = asyncio.run_coroutine_threadsafe(build_container(self._settings), loop)
-                self._container = future.result(timeout=120)
+                build = build_worker_container(self._settings)
+                try:
+                    self._container = asyncio.run_coroutine_threadsafe(build, loop).result(120)
+                except BaseException:
+                    loop.call_soon_threadsafe(loop.stop)
+                    raise
                 self._loop = loop
             return self._loop, self._container
 
@@ -115,6 +128,8 @@ def celery_app(settings: Settings) -> Celery:
         # JSON lines: the root logger keeps the handler configure_logging gave it.
         worker_hijack_root_logger=settings.log_format == "text",
     )
+    # Every job message says when it was published: /health reads the oldest one's age.
+    before_task_publish.connect(stamp_enqueued, sender=RUN_JOB, weak=False, dispatch_uid=RUN_JOB)
     return app
 
 
@@ -173,16 +188,42 @@ class _Heartbeat:
                 log.warning("job heartbeat failed", exc_info=True)
 
 
+def announce_while_consuming(app: Celery) -> None:
+    """The worker's heartbeat, from when it consumes jobs until it shuts down."""
+    heartbeat = WorkerHeartbeat(app.backend.client)
+
+    def started(**_: Any) -> None:
+        heartbeat.start()
+
+    def stopping(**_: Any) -> None:
+        heartbeat.stop()
+
+    worker_ready.connect(started, weak=False)
+    worker_shutdown.connect(stopping, weak=False)
+
+
 def run_worker(settings: Settings, loglevel: str = "INFO", *, beat: bool = False) -> None:
     """A worker; with ``beat``, also the scheduler of periodic jobs (run exactly one)."""
-    settings.check_production()
-    if settings.redis_url is None:
-        raise ConfigurationError("agentcore worker needs REDIS_URL (the Celery broker)")
+    settings.check_worker(beat=beat)
     app = celery_app(settings)
     runtime = WorkerRuntime(settings)
+    if not beat:
+        # A store or model it cannot use stops it here, before its heartbeat says it runs
+        # jobs. Not with beat: Celery forks beat's process, and a fork must not copy the
+        # container's threads; that worker builds it at its first job.
+        runtime.start()
     register_tasks(app, runtime)
-    argv = ["worker", "--pool=solo", f"--loglevel={loglevel}", "--without-gossip"]
-    if beat:
+    announce_while_consuming(app)
+    # No mingle: it only waits a second at start for revoked ids, and none are revoked.
+    argv = [
+        "worker",
+        "--pool=solo",
+        f"--loglevel={loglevel}",
+        "--without-gossip",
+        "--without-mingle",
+    ]
+    if beat:  # every store is a server then: the directory holds only beat's schedule
+        settings.agentcore_data_dir.mkdir(parents=True, exist_ok=True)
         argv += ["--beat", f"--schedule={settings.agentcore_data_dir / 'celerybeat-schedule'}"]
     try:
         app.worker_main(argv)

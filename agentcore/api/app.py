@@ -113,7 +113,10 @@ def create_app(
         return JSONResponse({"status": "alive"})
 
     async def readyz(request: Request) -> Response:
-        """Every store answers and start-up is done: a load balancer may send calls here."""
+        """Every store answers and start-up is done: a load balancer may send calls here.
+        A job queue without a live worker leaves the process ready (it serves every call but
+        a wait for a job, which fails fast) and is named under ``degraded``: taking every
+        replica out of the load balancer for it would stop every call."""
         container = request.app.state.container
         report = await container.health.check()
         startup = container.startup
@@ -121,7 +124,15 @@ def create_app(
         failed = None if startup.failure is None else startup.failure.message
         ready = report.ok and startup.done and failed is None
         down = sorted(name for name, status in report.components.items() if not status.up)
-        body = {"ready": ready, "unavailable": down, "starting": waiting, "failed": failed}
+        status = "degraded" if report.degraded else "ready"
+        body = {
+            "ready": ready,
+            "status": status if ready else "unready",
+            "unavailable": down,
+            "starting": waiting,
+            "failed": failed,
+            "degraded": report.degraded,
+        }
         return JSONResponse(body, status_code=200 if ready else 503)
 
     async def metrics(request: Request) -> Response:

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 
-from agentcore.services.health import HealthService
+from agentcore.services.health import HealthReport, HealthService
 
 UNKNOWN_METHOD = "unknown"
 SCRAPE_HEALTH_MAX_AGE_SECONDS = 10.0
@@ -95,3 +95,22 @@ class HealthCollector:
             lexical.add_metric([], self._health.lexical_documents_in_memory)
         yield backlog
         yield lexical
+        yield from _job_queue(report)
+
+
+def _job_queue(report: HealthReport | None) -> Iterator[GaugeMetricFamily]:
+    """The job queue on workers at the latest health check (no sample in embedded mode, or
+    when the queue could not be read): alert on no worker, or on an old queued job."""
+    workers = GaugeMetricFamily("agentcore_job_workers_alive", "Job workers with a fresh heartbeat")
+    queued = GaugeMetricFamily("agentcore_jobs_queued", "Jobs waiting for a worker")
+    oldest = GaugeMetricFamily(
+        "agentcore_jobs_oldest_queued_seconds", "How long the oldest queued job has waited"
+    )
+    facts = None if report is None or report.jobs is None else report.jobs.facts
+    if facts is not None:
+        workers.add_metric([], facts.workers_alive)
+        queued.add_metric([], facts.queued)
+        oldest.add_metric([], facts.oldest_queued_seconds or 0.0)
+    yield workers
+    yield queued
+    yield oldest

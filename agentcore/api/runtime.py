@@ -105,7 +105,7 @@ def _loops(settings: Settings, container: Container, stop: asyncio.Event) -> lis
         ),
         ("access-counts", _every(ACCESS_FLUSH_SECONDS, container.access.flush, stop)),
     ]
-    if settings.redis_url is None:  # in production Celery beat runs these
+    if not settings.periodic_jobs_on_workers:  # else Celery beat runs these
         loops.append(
             ("expiry-sweep", _every(settings.expiry_sweep_seconds, container.expiry.sweep, stop))
         )

@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 
 from agentcore import __version__
 from agentcore.domain.models import Memory, MemoryEvent
-from agentcore.services.health import HealthReport
+from agentcore.services.health import HealthReport, JobsHealth
 from agentcore.services.ranked import ScoredMemory
 
 
@@ -184,8 +184,31 @@ class ComponentHealth(BaseModel):
     detail: str | None = None
 
 
+class JobsHealthOut(BaseModel):
+    """The job queue on workers (production); absent when jobs run in the serving process."""
+
+    workers_alive: int | None = Field(description="workers with a fresh heartbeat")
+    queued: int | None = Field(description="jobs waiting for a worker")
+    oldest_queued_seconds: float | None = Field(description="how long the oldest has waited")
+    problems: list[str] = Field(description="why jobs do not run (empty: they do)")
+
+    @classmethod
+    def of(cls, jobs: JobsHealth) -> JobsHealthOut:
+        facts = jobs.facts
+        return cls(
+            workers_alive=None if facts is None else facts.workers_alive,
+            queued=None if facts is None else facts.queued,
+            oldest_queued_seconds=None
+            if facts is None or facts.oldest_queued_seconds is None
+            else round(facts.oldest_queued_seconds, 3),
+            problems=list(jobs.problems),
+        )
+
+
 class HealthResult(BaseModel):
-    status: str  # "ok" when every component is up, else "degraded"
+    # "ok": every component is up and nothing is degraded; "degraded": a component is down
+    # (HTTP 503) or something works less well than it should (``degraded`` says what).
+    status: str
     mode: str  # "embedded" or "production"
     version: str
     components: dict[str, ComponentHealth]
@@ -198,11 +221,15 @@ class HealthResult(BaseModel):
     # The embedding model, its dimension and how it runs ("int8 (u8s8 kernel)": the integer
     # kernel chosen for this CPU; "remote": an API).
     embedder: str
+    jobs: JobsHealthOut | None = None
+    degraded: list[str] = Field(
+        default_factory=list, description="causes of a degraded service that answers anyway"
+    )
 
     @classmethod
     def of(cls, report: HealthReport) -> HealthResult:
         return cls(
-            status="ok" if report.ok else "degraded",
+            status="ok" if report.ok and not report.degraded else "degraded",
             mode=report.mode,
             version=__version__,
             components={
@@ -215,6 +242,8 @@ class HealthResult(BaseModel):
             indexing_backlog=report.indexing_backlog,
             lexical_documents_in_memory=report.lexical_documents_in_memory,
             embedder=report.embedder,
+            jobs=None if report.jobs is None else JobsHealthOut.of(report.jobs),
+            degraded=report.degraded,
         )
 
 

@@ -1,4 +1,10 @@
-"""Health of every component: each probe is timed and bounded, and a failure is a status."""
+"""Health of every component: each probe is timed and bounded, and a failure is a status.
+
+Beside the stores, the job queue: whether workers are alive to run its jobs, and how long
+jobs wait. A queue nobody serves does not stop this process from serving (every other call
+works, and queued jobs run once a worker is up), so it is reported as ``degraded`` with its
+cause rather than making the process unready.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 from agentcore.services.failures import log_failure
+from agentcore.services.jobs import STALL_SECONDS, QueueFacts, queue_problems
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +31,12 @@ class ComponentStatus:
 
 
 @dataclass(frozen=True, slots=True)
+class JobsHealth:
+    facts: QueueFacts | None  # None: the queue could not be read
+    problems: tuple[str, ...]  # why its jobs do not run, for an operator (empty: they do)
+
+
+@dataclass(frozen=True, slots=True)
 class HealthReport:
     ok: bool
     mode: str
@@ -32,6 +45,12 @@ class HealthReport:
     indexing_backlog: int  # memories this process has stored and not yet embedded
     lexical_documents_in_memory: int  # the lexical index's documents this process holds
     embedder: str  # the model and how it runs: "multilingual-e5-small/384, int8 (u8s8 kernel)"
+    jobs: JobsHealth | None = None  # None: jobs run in this process
+
+    @property
+    def degraded(self) -> list[str]:
+        """What does not work although the stores answer (the job queue's problems)."""
+        return [] if self.jobs is None else list(self.jobs.problems)
 
 
 class HealthService:
@@ -45,6 +64,8 @@ class HealthService:
         embedder: str = "",
         timeout: float = 2.0,
         monotonic: Callable[[], float] = time.monotonic,
+        jobs: Callable[[], Awaitable[QueueFacts | None]] | None = None,
+        stall_seconds: float = STALL_SECONDS,
     ) -> None:
         self._probes = probes
         self._mode = mode
@@ -54,6 +75,8 @@ class HealthService:
         self._embedder = embedder
         self._timeout = timeout
         self._monotonic = monotonic
+        self._jobs = jobs
+        self._stall_seconds = stall_seconds
         self._last: tuple[float, HealthReport] | None = None  # when checked, what was found
         self._checking = asyncio.Lock()
 
@@ -82,7 +105,9 @@ class HealthService:
 
     async def check(self) -> HealthReport:
         names = list(self._probes)
-        statuses = await asyncio.gather(*(self._run(name) for name in names))
+        statuses, jobs = await asyncio.gather(
+            asyncio.gather(*(self._run(name) for name in names)), self._job_queue()
+        )
         components = dict(zip(names, statuses, strict=True))
         try:
             pending = await self._pending()
@@ -97,9 +122,22 @@ class HealthService:
             indexing_backlog=self._backlog(),
             lexical_documents_in_memory=self._lexical_documents(),
             embedder=self._embedder,
+            jobs=jobs,
         )
         self._last = (self._monotonic(), report)
         return report
+
+    async def _job_queue(self) -> JobsHealth | None:
+        if self._jobs is None:
+            return None
+        try:
+            facts = await asyncio.wait_for(self._jobs(), self._timeout)
+        except Exception as exc:  # reported, never failing the health call
+            log.warning("reading the job queue failed: %r", exc)
+            return JobsHealth(None, ("job queue unreadable (its Redis did not answer)",))
+        if facts is None:
+            return None
+        return JobsHealth(facts, tuple(queue_problems(facts, self._stall_seconds)))
 
     async def _run(self, name: str) -> ComponentStatus:
         started = time.perf_counter()

@@ -1,6 +1,7 @@
-"""A real Celery worker process on the machine's Redis and PostgreSQL: it replays vector writes
-that the API process could not make, compresses stages (extractive, and with a model behind an
-OpenAI-compatible endpoint), and a worker killed mid-job leaves the job failed and retryable."""
+"""A real Celery worker process on the machine's Redis and PostgreSQL: it leaves vector writes to
+the process that owns the embedded vectors, compresses stages (extractive, and with a model
+behind an OpenAI-compatible endpoint), and a worker killed mid-job leaves the job failed and
+retryable."""
 
 from __future__ import annotations
 
@@ -71,18 +72,34 @@ async def _replay_on_a_worker(settings: Settings) -> JobStatus:
     return await jobs.wait(job_id, max_wait=120)
 
 
-def test_worker_replays_owed_vector_writes(
+async def _replay_as_the_owner(settings: Settings) -> int:
+    """The serving process's part: it opens the embedded vector store and applies what is owed."""
+    embedder = LocalMiniLMEmbedder()
+    owner = await build_container(settings, embedder=embedder)
+    try:
+        return await owner.vector_sync.recover()
+    finally:
+        await owner.aclose()
+        await embedder.close()
+
+
+def test_a_worker_leaves_owed_vector_writes_to_the_owner_of_the_vectors(
     postgres_url: str, redis_url: str, tmp_path: Path
 ) -> None:
+    """Without QDRANT_URL the vectors are the embedded engine's under the data directory, which
+    the serving process owns: a worker there opens no vector store, so the writes a job of its
+    would make stay owed in the outbox, and the owner applies them."""
     settings = Settings(agentcore_data_dir=tmp_path, database_url=postgres_url, redis_url=redis_url)
     stored_id = asyncio.run(_add_while_vectors_are_down(settings))
     with celery_worker(tmp_path, postgres_url, redis_url, **MINILM):
         status = asyncio.run(_replay_on_a_worker(settings))
-        assert status.result == {"replayed": 1}
+        assert status.result == {"replayed": 0}
         # The heartbeat outlives the task's return, so the job never reads as lost while
         # Celery is still writing its result.
         redis = celery_app(settings).backend.client
         assert 0 < redis.ttl(heartbeat_key(status.job_id)) <= HEARTBEAT_TTL
+    assert not (tmp_path / "qdrant").exists()  # the worker made no vector store
+    assert asyncio.run(_replay_as_the_owner(settings)) == 1
     assert asyncio.run(_search_embedded_vectors(tmp_path)) == [stored_id]
 
 

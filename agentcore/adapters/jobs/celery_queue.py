@@ -22,8 +22,9 @@ from typing import Any
 from celery import Celery
 from celery.result import AsyncResult
 
+from agentcore.adapters.jobs.presence import read_facts
 from agentcore.adapters.outages import BROKER, names_outages
-from agentcore.services.jobs import JobState, JobStatus, status_of
+from agentcore.services.jobs import JobState, JobStatus, QueueFacts, status_of
 
 RUN_JOB = "agentcore.jobs.run"
 HEARTBEAT_SECONDS = 2.0  # how often a worker refreshes the heartbeat of the job it runs
@@ -61,6 +62,11 @@ class CeleryJobQueue:
     @names_outages(BROKER)
     async def status(self, job_id: str) -> JobStatus | None:
         return await asyncio.to_thread(self._read, job_id)
+
+    @names_outages(BROKER)
+    async def facts(self) -> QueueFacts | None:
+        client = self._app.backend.client
+        return await asyncio.to_thread(read_facts, client, self._app.conf.task_default_queue)
 
     async def wait(self, job_id: str, max_wait: float) -> JobStatus:
         deadline = time.monotonic() + max_wait

@@ -9,7 +9,14 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from agentcore.services.jobs import JobHandler, JobState, JobStatus, run_job, status_of
+from agentcore.services.jobs import (
+    JobHandler,
+    JobState,
+    JobStatus,
+    QueueFacts,
+    run_job,
+    status_of,
+)
 
 
 class InProcessJobQueue:
@@ -25,6 +32,9 @@ class InProcessJobQueue:
         )
         self._forget_old()
         return job_id
+
+    async def facts(self) -> QueueFacts | None:
+        return None  # this process runs its jobs: no worker to wait for
 
     async def status(self, job_id: str) -> JobStatus | None:
         task = self._tasks.get(job_id)

@@ -2,7 +2,10 @@
 memory, and the task's progress brief is kept over its stage memories.
 
 - ``complete_stage`` marks the stage completed and, with STAGE_COMPLETION_AUTO_COMPRESS (BR-7),
-  submits the compression job; it waits for the result unless asked not to.
+  submits the compression job; it waits for the result unless asked not to. A caller who
+  waits while no worker is alive to run the job fails at once (a retryable PROVIDER_ERROR,
+  before the stage is touched), or, with JOBS_INLINE_WITHOUT_WORKER, has the stage compressed
+  in this process; a job already queued when its workers go stays queued for the next one.
 - ``compress_stage`` (the job) compresses ONE stage's raw memories (BR-8), records the model's
   cost and the compression metrics, and saves the stage memory; it is idempotent, so a job run
   twice or a stage picked up by several replicas is compressed once. Raw memories stay stored and
@@ -11,8 +14,9 @@ memory, and the task's progress brief is kept over its stage memories.
   ``memory.stage.start``) are compressed by ``compress_pending``, which the service runs
   periodically.
 - ``task_progress`` compresses the completed stages' summaries into the progress brief (5:1)
-  when a stage was added since the last brief; ``task_context`` serves any of the three levels
-  within an optional token budget.
+  when a stage was added since the last brief (a stage whose job no live worker can run is
+  left out until it is compressed, rather than holding the call); ``task_context`` serves
+  any of the three levels within an optional token budget.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from agentcore.domain.error_records import MEMORY_SOURCE as ERROR_MEMORY_SOURCE
 from agentcore.domain.errors import (
     InvalidParams,
     InvalidState,
+    ProviderError,
     TaskNotFound,
     error_from_code,
 )
@@ -51,7 +56,14 @@ from agentcore.services.compass.drafts import (
 from agentcore.services.compass.metrics import CompressionMetricsRecorder
 from agentcore.services.compass.stages import StageManager
 from agentcore.services.costs import COMPRESSION_STAGE, COMPRESSION_TASK, CostTracker
-from agentcore.services.jobs import JobQueue, JobState
+from agentcore.services.jobs import (
+    JobQueue,
+    JobState,
+    has_live_worker,
+    is_no_live_worker,
+    no_live_worker,
+    wait_served,
+)
 from agentcore.services.ports import UnitOfWorkFactory
 from agentcore.services.working_memory import TokenCounter
 
@@ -61,6 +73,7 @@ COMPRESS_STAGE = "compass.compress_stage"  # job kind
 RESUBMIT_SECONDS = 60.0  # a pending stage's job is submitted again only after this long
 Level = Literal["raw", "stage", "task"]
 _PINNED = ("critical_constraints", "task_brief")  # kept first when a budget cuts the context
+_WHAT = "the stage compression"
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +83,7 @@ class CompassSettings:
     task_target_ratio: float = 5.0
     wait_seconds: float = 60.0  # how long complete_stage waits for its job
     paid_model: str | None = None  # the compression model when an LLM engine compresses
+    inline_without_worker: bool = False  # a waited-for job no worker can run runs here
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,14 +131,21 @@ class CompassService:
         self._submitted: dict[str, tuple[float, str]] = {}
 
     async def complete_stage(self, task_id: str, stage_id: str, *, wait: bool = True) -> Completion:
+        # Decided before the stage is touched, so that a refusal changes nothing.
+        needs_job = wait and self._settings.auto_compress
+        if needs_job and await self._stages.stage_memory(stage_id) is not None:
+            needs_job = False  # compressed already (a retry after the job ran)
+        inline = needs_job and not await self._job_runs()
         stage = await self._stages.complete(task_id, stage_id)
         existing = await self._stages.stage_memory(stage.id)
         if existing is not None or not self._settings.auto_compress:
             return Completion(stage, existing)
+        if inline:
+            return Completion(stage, await self.compress_stage(stage.id))
         job_id = await self._submit(stage.id, fresh=True)
         if not wait:
             return Completion(stage, job_id=job_id)
-        status = await self._jobs.wait(job_id, self._settings.wait_seconds)
+        status = await wait_served(self._jobs, job_id, self._settings.wait_seconds, _WHAT)
         if status.state is JobState.FAILED:
             error = status.error or {}
             raise error_from_code(
@@ -134,6 +155,16 @@ class CompassService:
         if status.state is not JobState.SUCCEEDED:
             return Completion(stage, job_id=job_id)
         return Completion(stage, await self._stages.stage_memory(stage.id), job_id)
+
+    async def _job_runs(self) -> bool:
+        """Whether a job submitted now will run: True when something runs jobs; False when
+        none does and JOBS_INLINE_WITHOUT_WORKER has the caller's job run here; else raises
+        the retryable ``no_live_worker``."""
+        if await has_live_worker(self._jobs):
+            return True
+        if self._settings.inline_without_worker:
+            return False
+        raise no_live_worker(_WHAT)
 
     async def compress_stage(self, stage_id: str) -> StageMemory:
         """The stage memory of a completed stage, compressing it first if it has none."""
@@ -167,12 +198,16 @@ class CompassService:
         if not self._settings.auto_compress:
             return 0
         now = time.monotonic()
-        pending = [
-            stage
-            for stage in await self._stages.pending_compression(limit)
-            if stage.id not in self._submitted
-            or now - self._submitted[stage.id][0] >= RESUBMIT_SECONDS
-        ]
+        candidates = await self._stages.pending_compression(limit)
+        due = {
+            s.id
+            for s in candidates
+            if s.id in self._submitted and now - self._submitted[s.id][0] >= RESUBMIT_SECONDS
+        }
+        # Without a live worker the job submitted before is still queued: no second copy.
+        if due and not await has_live_worker(self._jobs):
+            due = set()
+        pending = [s for s in candidates if s.id not in self._submitted or s.id in due]
         for stage in pending:
             await self._submit(stage.id)
         for stage_id in [
@@ -254,9 +289,21 @@ class CompassService:
             return
         waiting = [s for s in stages if s.status is StageStatus.COMPLETED]
         compressed = {m.stage_id for m in await self._stages.stage_memories_of(stages[0].task_id)}
-        jobs = [await self._submit(s.id) for s in waiting if s.id not in compressed]
-        for job_id in jobs:
-            await self._jobs.wait(job_id, self._settings.wait_seconds)
+        waiting = [s for s in waiting if s.id not in compressed]
+        if not waiting:
+            return
+        try:
+            if not await self._job_runs():
+                for stage in waiting:
+                    await self.compress_stage(stage.id)
+                return
+            jobs = [await self._submit(s.id) for s in waiting]
+            for job_id in jobs:
+                await wait_served(self._jobs, job_id, self._settings.wait_seconds, _WHAT)
+        except ProviderError as exc:
+            if not is_no_live_worker(exc):
+                raise
+            # No worker: their jobs wait in the queue, the brief covers the stages compressed.
 
     async def _ongoing(self, active: Stage | None) -> list[CriticalFact]:
         """The flagged memories and stated constraints of the active stage, so far."""
