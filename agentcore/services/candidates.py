@@ -43,7 +43,7 @@ from typing import Protocol
 from agentcore.domain.errors import AgentCoreError
 from agentcore.domain.models import Memory
 from agentcore.services.failures import log_failure
-from agentcore.services.fresh import Claimed, FreshVectors
+from agentcore.services.fresh import EMBEDDING_WAIT, Claimed, FreshVectors
 from agentcore.services.ports import (
     Embedder,
     UnitOfWorkFactory,
@@ -321,29 +321,25 @@ class CandidateGenerator:
         return vector, await self._vectors.search(vector, flt, pool)
 
     async def _embed_owed(self, flt: VectorFilter) -> None:
-        """Embed the searched scopes' owed texts the indexer has not embedded yet, when they
-        are few (those another search is embedding now: wait for its embedding); if that
-        fails, they are still found by their words."""
+        """The searched scopes' owed vectors, when few (``services.fresh``): the texts nobody
+        is embedding are embedded here, those under way are waited for (a little); what is
+        still missing is found by its words."""
         owed: Claimed = self._fresh.unembedded(flt.scope_keys)
         if flt.ids is not None:
             owed = {memory_id: o for memory_id, o in owed.items() if memory_id in set(flt.ids)}
-        others = {o.asked for o in owed.values() if o.asked is not None}
-        mine = {memory_id: o for memory_id, o in owed.items() if o.asked is None}
-        if mine:
-            asked = asyncio.get_running_loop().create_future()
-            for o in mine.values():
-                o.asked = asked
-            try:
+        under_way = {o.asked for o in owed.values() if o.asked is not None}
+        mine = self._fresh.ask({i: o for i, o in owed.items() if o.asked is None})
+        vectors: dict[str, Vectors] = {}
+        try:
+            if mine:
                 rows = await self._embedder.embed_now([o.text for o in mine.values()])
-                self._fresh.fill(mine, dict(zip(mine, rows, strict=True)))
-            except AgentCoreError as exc:
-                log_failure(log, f"embedding {len(mine)} owed texts for a search failed", exc)
-            finally:
-                for o in mine.values():
-                    o.asked = None
-                asked.set_result(None)
-        if others:
-            await asyncio.wait([asyncio.shield(f) for f in others])
+                vectors = dict(zip(mine, rows, strict=True))
+        except AgentCoreError as exc:
+            log_failure(log, f"embedding {len(mine)} owed texts for a search failed", exc)
+        finally:
+            self._fresh.fill(mine, vectors)
+        if under_way:
+            await asyncio.wait([asyncio.shield(f) for f in under_way], timeout=EMBEDDING_WAIT)
 
     def _with_fresh(
         self, vector: Vectors, flt: VectorFilter, dense: list[VectorHit], pool: int

@@ -5,12 +5,12 @@ A search never waits for the indexer (``services.indexer``). It sees every ackno
 by its words (the lexical index is written in the add's transaction), and by its meaning those
 already embedded, compared with the query exactly here beside the vector store's hits
 (``CandidateGenerator``). When its scopes owe at most ``EMBED_NOW`` vectors not yet embedded
-(a caller's own recent writes: a few adds, a stage's notes) it embeds those texts itself,
-beside its query, so a write is found by its meaning from the first search after it; more than
-that is a backlog, left to the indexer. A text embedded so is kept here for the searches after
-it, and searches at the same moment share one embedding of it (``_Owed.asked``); the indexer
-embeds it again for the vector store (only while the indexer keeps up: under a stream of
-writes the scope owes more and searches embed nothing).
+(a caller's own recent writes: a few adds, a stage's notes), a write is found by its meaning
+from the first search after it: the search embeds the texts nobody is embedding yet itself,
+beside its query, and waits at most ``EMBEDDING_WAIT`` for those whose embedding is under way
+(the indexer's batch, another search's). More owed than that is a backlog, left to the
+indexer. Each text is embedded once: a vector a search computed is kept here for the searches
+after it and handed to the indexer, which embeds only what nobody has (``known``).
 """
 
 from __future__ import annotations
@@ -25,13 +25,14 @@ from agentcore.domain.models import Memory
 from agentcore.services.ports import VectorHit, Vectors
 
 EMBED_NOW = 32  # owed texts a search embeds itself: a caller's recent writes, not a backlog
+EMBEDDING_WAIT = 0.25  # seconds a search waits, at most, for an embedding under way
 
 
 @dataclass(slots=True)
 class _Owed:
     text: str
     vector: Vectors | None = None
-    asked: asyncio.Future[None] | None = None  # a search's embedding of it, under way
+    asked: asyncio.Future[None] | None = None  # its embedding under way, done at ``fill``
 
 
 Claimed = Mapping[str, _Owed]  # what ``claim`` handed out, for ``fill``
@@ -56,13 +57,31 @@ class FreshVectors:
             owed[memory.id] = _Owed(memory.content)
 
     def claim(self, memory_ids: Iterable[str]) -> Claimed:
-        """These are being embedded: the owed entries to ``fill``."""
+        """The indexer embeds these: those nobody has embedded or is embedding, to ``fill``."""
         claimed = {}
         for memory_id in memory_ids:
             owed = self._get(memory_id)
-            if owed is not None and owed.vector is None:
+            if owed is not None and owed.vector is None and owed.asked is None:
                 claimed[memory_id] = owed
-        return claimed
+        return self.ask(claimed)
+
+    @staticmethod
+    def ask(entries: Claimed) -> Claimed:
+        """Mark entries as being embedded (searches wait for them) until ``fill``."""
+        if entries:
+            asked = asyncio.get_running_loop().create_future()
+            for owed in entries.values():
+                owed.asked = asked
+        return entries
+
+    def known(self, memory_ids: Iterable[str]) -> dict[str, tuple[str, Vectors]]:
+        """The text and vector of each of these owed memories already embedded."""
+        found = {}
+        for memory_id in memory_ids:
+            owed = self._get(memory_id)
+            if owed is not None and owed.vector is not None:
+                found[memory_id] = (owed.text, owed.vector)
+        return found
 
     def unembedded(self, scope_keys: Collection[str], most: int = EMBED_NOW) -> Claimed:
         """The owed entries of these scopes not embedded yet (each with its ``text``), to
@@ -77,11 +96,15 @@ class FreshVectors:
         return found
 
     def fill(self, claimed: Claimed, vectors: Mapping[str, Sequence[float] | Vectors]) -> None:
-        """The vectors of claimed entries, kept while each is still owed as it was claimed (a
-        memory changed meanwhile is owed again, for its new text)."""
+        """The vectors of claimed entries (none when their embedding failed), kept while each
+        is still owed as it was claimed (a memory changed meanwhile is owed again, for its new
+        text); whoever waits for them is answered."""
         for memory_id, owed in claimed.items():
             if memory_id in vectors and self._get(memory_id) is owed:
                 owed.vector = np.asarray(vectors[memory_id], dtype=np.float32)
+            asked, owed.asked = owed.asked, None
+            if asked is not None and not asked.done():
+                asked.set_result(None)
 
     def settled(self, memory_ids: Iterable[str]) -> None:
         """Written to the vector store, or handed to its replay: no longer owed here."""

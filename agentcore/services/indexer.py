@@ -113,9 +113,10 @@ class VectorIndexer:
                 taken = min(self._batch_size, len(self._queue))
                 batch = [self._queue.popleft() for _ in range(taken)]
                 ids = [entry.memory_id for _, entry in batch]
-                prepared = self._sync.prepare([entry for _, entry in batch])
-                current = (batch, asyncio.ensure_future(prepared))
                 claimed = self._fresh.claim(ids)
+                known = self._fresh.known(ids)  # embedded by a search meanwhile
+                prepared = self._sync.prepare([entry for _, entry in batch], known)
+                current = (batch, asyncio.ensure_future(prepared))
                 current[1].add_done_callback(functools.partial(self._embedded, claimed))
             if ahead is not None:
                 await self._finish(*ahead)
@@ -144,9 +145,10 @@ class VectorIndexer:
 
     def _embedded(self, claimed: Claimed, prepared: asyncio.Future[Prepared]) -> None:
         """A batch's vectors, the moment they are computed: searches compare them from now."""
+        vectors = {}
         if not prepared.cancelled() and prepared.exception() is None:
-            points = prepared.result().points
-            self._fresh.fill(claimed, {point.id: point.vector for _, point in points})
+            vectors = {point.id: point.vector for _, point in prepared.result().points}
+        self._fresh.fill(claimed, vectors)
 
     async def _follow(self, memory_ids: list[str], upserted: list[str]) -> None:
         """``after`` for the followed memories of a batch whose vectors were written (one that

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
@@ -157,10 +157,16 @@ class VectorSync:
         loses its vector whatever was queued. Returns how many were applied."""
         return await self.write(await self.prepare(entries))
 
-    async def prepare(self, entries: Sequence[OutboxEntry]) -> Prepared:
-        """The first half of ``apply``: read the memories and embed those that keep a vector.
-        Several may run at once; ``write`` their results in the order they were prepared (a
-        later preparation read the database later)."""
+    async def prepare(
+        self,
+        entries: Sequence[OutboxEntry],
+        known: Mapping[str, tuple[str, Vectors]] | None = None,
+    ) -> Prepared:
+        """The first half of ``apply``: read the memories and embed those that keep a vector
+        (``known``: memory id -> a text and its vector already computed, used while the
+        memory's content is still that text). Several may run at once; ``write`` their
+        results in the order they were prepared (a later preparation read the database
+        later)."""
         if not entries:
             return Prepared([], [], self._deletes)
         deletes = self._deletes
@@ -176,14 +182,20 @@ class VectorSync:
             (to_delete if dropped else to_upsert).append(e)
         if not to_upsert:
             return Prepared(to_delete, [], deletes)
-        ids = list(dict.fromkeys(e.memory_id for e in to_upsert))  # each memory embedded once
+        vector_of: dict[str, Vectors] = {}
+        for memory_id, (text, vector) in (known or {}).items():
+            if memory_id in by_id and by_id[memory_id].content == text:
+                vector_of[memory_id] = vector
+        # each memory embedded once
+        ids = [i for i in dict.fromkeys(e.memory_id for e in to_upsert) if i not in vector_of]
         try:
-            vectors = await self._embedder.embed([by_id[i].content for i in ids])
+            if ids:
+                vectors = await self._embedder.embed([by_id[i].content for i in ids])
+                vector_of.update(zip(ids, vectors, strict=True))
         except AgentCoreError as exc:
             log.warning("embedding for the vector index failed: %s", exc.message)
             await self._mark_failed([e.id for e in to_upsert])
             return Prepared(to_delete, [], deletes)
-        vector_of = dict(zip(ids, vectors, strict=True))
         points = [(e.id, to_point(by_id[e.memory_id], vector_of[e.memory_id])) for e in to_upsert]
         return Prepared(to_delete, points, deletes)
 

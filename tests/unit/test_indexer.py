@@ -5,6 +5,7 @@ search never waits for them: it compares the vectors embedded and not yet writte
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
@@ -14,7 +15,7 @@ import pytest
 from agentcore.domain.errors import EmbeddingFailed
 from agentcore.domain.models import Layer, Memory, ScopeIds, ScopeLevel
 from agentcore.domain.records import NewMemory
-from agentcore.services.fresh import EMBED_NOW
+from agentcore.services.fresh import EMBED_NOW, EMBEDDING_WAIT
 from agentcore.services.indexer import VectorIndexer
 from agentcore.services.memory_manager import MemoryManager
 from agentcore.services.ports import OutboxEntry, VectorPoint, Vectors
@@ -108,11 +109,12 @@ async def test_a_search_never_waits_for_a_backlog() -> None:
     assert await rig.memory.indexed()
 
 
-async def test_a_search_embeds_its_callers_few_owed_writes_itself() -> None:
+async def test_a_search_embeds_the_owed_texts_nobody_is_embedding() -> None:
     rig = Rig()
-    rig.embedder.open.clear()  # the indexer cannot embed: the search must not wait for it
-    bees = await rig.memory.add(NewMemory("Alice keeps bees", ALICE))
-    await rig.memory.add(NewMemory("Bob keeps bees too", BOB))
+    rig.embedder.open.clear()  # the indexer's first batch cannot finish...
+    first = await rig.memory.add(NewMemory("Bob waters the garden", BOB))
+    await asyncio.sleep(0.01)
+    bees = await rig.memory.add(NewMemory("Alice keeps bees", ALICE))  # ...this one waits
     before = rig.embedder.calls
     query = SearchQuery("who keeps bees", ALICE)
     found = await asyncio.wait_for(rig.memory.search(query), 1)
@@ -123,13 +125,33 @@ async def test_a_search_embeds_its_callers_few_owed_writes_itself() -> None:
     assert rig.embedder.calls == before + 3  # the query only: the owed vector was kept
     rig.embedder.open.set()
     assert await rig.memory.indexed()
-    assert bees.id in rig.vectors.points
-    assert len(rig.vectors.points) == 2
+    assert rig.embedder.batches == [1]  # the indexer embedded Bob's only: Alice's was known
+    assert set(rig.vectors.points) == {first.id, bees.id}
+
+
+async def test_a_search_waits_a_little_for_an_embedding_under_way() -> None:
+    rig = Rig()
+    rig.embedder.open.clear()
+    bees = await rig.memory.add(NewMemory("Alice keeps bees", ALICE))
+    await asyncio.sleep(0.01)  # the indexer is embedding it
+    query = SearchQuery("who keeps bees", ALICE)
+    started = time.monotonic()
+    found = await asyncio.wait_for(rig.memory.search(query), 1)
+    assert found.results == []  # not found by meaning: still under way (no lexical index)
+    assert EMBEDDING_WAIT <= time.monotonic() - started < EMBEDDING_WAIT + 0.5
+    search = asyncio.ensure_future(rig.memory.search(query))
+    await asyncio.sleep(0.01)
+    rig.embedder.open.set()  # the embedding ends while the search waits for it
+    found = await asyncio.wait_for(search, 1)
+    assert [r.memory.id for r in found.results] == [bees.id]
+    assert rig.embedder.batches == [1]  # embedded once, by the indexer
 
 
 async def test_searches_at_the_same_moment_embed_an_owed_text_once() -> None:
     rig = Rig()
-    rig.embedder.open.clear()
+    rig.embedder.open.clear()  # the indexer's first batch cannot finish: Alice's text waits
+    await rig.memory.add(NewMemory("Bob waters the garden", BOB))
+    await asyncio.sleep(0.01)
     bees = await rig.memory.add(NewMemory("Alice keeps bees", ALICE))
     now_texts: list[str] = []
     gate = asyncio.Event()
@@ -218,7 +240,7 @@ class StepSync:
         self.events: list[str] = []
         self.release_first = asyncio.Event()
 
-    async def prepare(self, entries: Sequence[OutboxEntry]) -> Prepared:
+    async def prepare(self, entries: Sequence[OutboxEntry], known: object = None) -> Prepared:
         name = entries[0].memory_id
         self.events.append(f"prepare {name}")
         if name == "a":
