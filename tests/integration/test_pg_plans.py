@@ -1,0 +1,91 @@
+"""PostgreSQL plans of a search that must not depend on table statistics: a scope that is new,
+or grew since autovacuum last analyzed its tables, looks small to the planner, which then
+scanned the whole scope by its index where a search needs a few rows by primary key
+(benchmarks/sql_statements.py found it: 25 of a search's 30 ms at 3,000 memories)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import psycopg
+import pytest
+from sqlalchemy import event
+
+from agentcore.adapters.db.engine import create_engine
+from agentcore.adapters.db.lexical_search import SqlLexicalIndex
+from agentcore.services.ports import VectorFilter
+
+pytestmark = pytest.mark.postgres
+
+SCOPE = "user:planner"
+MEMORIES = 3000
+_TABLES = ("memories", "memory_lexical", "memory_lexical_terms")
+
+
+@pytest.fixture(scope="module")
+def unanalyzed(postgres_url: str) -> str:
+    """``MEMORIES`` memories of one scope, their tables never analyzed."""
+    url = postgres_url.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(url, autocommit=True) as conn:
+        for name in _TABLES:
+            conn.execute(f"ALTER TABLE {name} SET (autovacuum_enabled = false)")
+        conn.execute(
+            "INSERT INTO memories (id, content, layer, scope_level, scope_key, user_id, metadata, "
+            "tags, critical, flagged, sensitive, importance, access_count, created_at, "
+            "updated_at, source, compacted_from_ids) "
+            "SELECT 'p-' || g, 'note ' || g || ' about the garden', 'semantic', 'user', %s, "
+            "'planner', '{}', '[]', false, false, false, 0.5, 0, now(), now(), 'api', '[]' "
+            "FROM generate_series(1, %s) AS g",
+            (SCOPE, MEMORIES),
+        )
+        conn.execute(
+            "INSERT INTO memory_lexical (memory_id, scope_key, layer, created_at, body) "
+            "SELECT id, scope_key, layer, created_at, content FROM memories"
+        )
+    return url
+
+
+def _plans(url: str, statements: list[tuple[str, Any]]) -> list[str]:
+    with psycopg.connect(url) as conn:
+        return [
+            "\n".join(row[0] for row in conn.execute("EXPLAIN " + sql, params).fetchall())
+            for sql, params in statements
+        ]
+
+
+async def _search_and_lookup(postgres_url: str) -> list[tuple[str, Any]]:
+    """The statements a lexical search and its lookup send."""
+    engine = create_engine(postgres_url)
+    sent: list[tuple[str, Any]] = []
+
+    def record(conn: Any, cursor: Any, sql: str, params: Any, *_: Any) -> None:
+        sent.append((sql, params))
+
+    event.listen(engine.sync_engine, "before_cursor_execute", record)
+    index = SqlLexicalIndex(engine)
+    try:
+        flt = VectorFilter([SCOPE], alive_at=1e10)
+        hits = await index.search("garden notes", flt, 10)
+        assert len(hits) == 10
+        lookup = await index.lookup("garden notes", flt, [hit.id for hit in hits])
+        assert len(lookup.memories) == 10
+    finally:
+        await index.close()
+        await engine.dispose()
+    return sent
+
+
+def test_a_search_reads_its_candidates_by_primary_key(unanalyzed: str, postgres_url: str) -> None:
+    sent = asyncio.run(_search_and_lookup(postgres_url))
+    bm25 = [s for s in sent if "WITH bm25" in s[0]]
+    coverage = [s for s in sent if "sum(w.weight)" in s[0]]
+    assert len(bm25) == 1
+    assert len(coverage) == 1
+    bm25_plan, coverage_plan = _plans(unanalyzed, [bm25[0], coverage[0]])
+    assert "pk_memories" in bm25_plan, bm25_plan
+    assert "Seq Scan on memories" not in bm25_plan, bm25_plan
+    for index in ("ix_memories_same_text", "ix_memories_keyset"):  # the scope's rows, all
+        assert index not in bm25_plan, bm25_plan
+    assert "memory_lexical_terms_pkey" in coverage_plan, coverage_plan
+    assert "Seq Scan" not in coverage_plan, coverage_plan
