@@ -38,7 +38,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.sql.elements import ColumnClause
 
 from agentcore.adapters.db.dialect import chunks
-from agentcore.adapters.db.engine import READ_ONLY, ThreadedReader
+from agentcore.adapters.db.engine import ThreadedReader, for_reads
 from agentcore.adapters.db.filter_sql import filter_sql
 from agentcore.adapters.db.lexical import (
     BODY,
@@ -79,7 +79,7 @@ class SqlLexicalIndex:
     """``LexicalIndex`` (agentcore.services.candidates) over the SQL database of ``engine``."""
 
     def __init__(self, engine: AsyncEngine, max_documents: int = 200_000) -> None:
-        self._engine = engine.execution_options(**{READ_ONLY: True})
+        self._engine = for_reads(engine)
         self._fts_statements: dict[tuple[bool, bool], Any] = {}
         self._stems = FtsStems()
         self._frequencies = ScopeFrequencies()
