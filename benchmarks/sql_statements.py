@@ -10,7 +10,9 @@ time through the service's JSON-RPC endpoint. Every statement SQLAlchemy sends i
 ``pool_pre_ping``), the transactions begun (BEGIN, then COMMIT or ROLLBACK; none in
 autocommit) and the commits. Statements are attributed to the call they ran in; the
 work a call leaves behind it (its vector written, the outbox row deleted, access counts) runs
-until the service is idle again, and is reported apart as ``after``. Then each distinct
+until the service is idle again, and is reported apart as ``after``; beside the statements, the
+service's CPU time per call (this process, every thread: the query's embedding included). Then
+each distinct
 read statement whose total time is among the highest is run again under
 ``EXPLAIN (ANALYZE, BUFFERS)`` with the parameters of its slowest run.
 
@@ -68,6 +70,7 @@ class Recorder:
     checkouts: int = 0
     commits: int = 0
     transactions: int = 0  # BEGIN sent (not in autocommit)
+    cpu_seconds: float = 0.0  # this process's CPU time (every thread) over the recording
 
 
 CURRENT: list[Recorder] = []  # the recording under way, if any
@@ -106,9 +109,11 @@ def install() -> None:
 @contextmanager
 def recording() -> Iterator[Recorder]:
     CURRENT.append(Recorder())
+    started = time.process_time()
     try:
         yield CURRENT[0]
     finally:
+        CURRENT[0].cpu_seconds = time.process_time() - started
         CURRENT.clear()
 
 
@@ -137,6 +142,7 @@ def summary(windows: list[Recorder], calls: int) -> dict[str, Any]:
         "round_trips_per_call": round(
             sum(len(w.statements) + w.checkouts + 2 * w.transactions for w in windows) / calls, 2
         ),
+        "service_cpu_ms_per_call": round(sum(w.cpu_seconds for w in windows) * 1000 / calls, 2),
         "ms_in_statements_per_call": round(
             sum(s.seconds for w in windows for s in w.statements) * 1000 / calls, 2
         ),
