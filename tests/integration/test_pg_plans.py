@@ -79,7 +79,7 @@ async def _search_and_lookup(postgres_url: str) -> list[tuple[str, Any]]:
 def test_a_search_reads_its_candidates_by_primary_key(unanalyzed: str, postgres_url: str) -> None:
     sent = asyncio.run(_search_and_lookup(postgres_url))
     bm25 = [s for s in sent if "WITH bm25" in s[0]]
-    coverage = [s for s in sent if "lexical_coverage" in s[0]]  # the rows and their coverage
+    coverage = [s for s in sent if "sum(w.weight)" in s[0]]
     assert len(bm25) == 1
     assert len(coverage) == 1
     bm25_plan, coverage_plan = _plans(unanalyzed, [bm25[0], coverage[0]])

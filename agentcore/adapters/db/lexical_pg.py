@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Float, Integer, String, bindparam, column, func, select, table, text
+from sqlalchemy import Float, Integer, String, bindparam, column, text
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -127,29 +127,25 @@ def bm25_statement(weights: QueryWeights, scope_keys: Sequence[str], prefetch: i
     )
 
 
-def coverage_of(weights: QueryWeights, scope_keys: Sequence[str], memory_id: Any) -> Any:
-    """The summed coverage weights of the query's lexemes that the document of ``memory_id``
-    (a column of the enclosing select: a memory of ``scope_keys``) holds, NULL when none, as a
-    correlated subquery: the memory rows and their coverage in one statement. It reads the
-    postings by their primary key (scope, lexeme, memory), whatever the statistics."""
-    terms = table(FTS_TERMS, column("scope_key"), column("lexeme"), column("memory_id"))
-    lexemes = bindparam("coverage_lexemes", weights.lexemes, type_=ARRAY(String()))
-    weighted = (
-        func.unnest(lexemes, bindparam("coverage_weights", weights.coverage, ARRAY(Float())))
-        .table_valued(column("lexeme", String()), column("weight", Float()))
-        .render_derived(name="w")
-    )
-    keys = bindparam("coverage_keys", list(dict.fromkeys(scope_keys)), ARRAY(String()))
-    return (
-        select(func.sum(weighted.c.weight))
-        .select_from(terms.join(weighted, weighted.c.lexeme == terms.c.lexeme))
-        .where(
-            terms.c.scope_key == func.any(keys),
-            terms.c.lexeme == func.any(lexemes),
-            terms.c.memory_id == memory_id,
-        )
-        .scalar_subquery()
-    )
+async def coverage(
+    conn: AsyncConnection,
+    weights: QueryWeights,
+    scope_keys: Sequence[str],
+    memory_ids: Sequence[str],
+) -> dict[str, float]:
+    """Coverage in (0, 1] of each of ``memory_ids`` (memories of ``scope_keys``) that holds at
+    least one lexeme."""
+    whole = weights.whole
+    if whole <= 0 or not memory_ids:
+        return {}
+    params = {
+        "lexemes": weights.lexemes,
+        "weights": weights.coverage,
+        "keys": list(dict.fromkeys(scope_keys)),
+        "ids": list(memory_ids),
+    }
+    rows = await conn.execute(_COVERAGE, params)
+    return {str(row[0]): min(float(row[1]) / whole, 1.0) for row in rows}
 
 
 _LEXEMES = text(
@@ -176,3 +172,20 @@ GROUP BY t.memory_id
 ORDER BY score DESC
 LIMIT :prefetch
 """
+# Scopes and lexemes as well as ids: the postings' primary key (scope_key, lexeme, memory_id)
+# finds them whatever the statistics (by ids alone, a fresh table's postings were scanned).
+_COVERAGE = text(
+    f"""
+SELECT t.memory_id, sum(w.weight)
+FROM {FTS_TERMS} AS t
+JOIN unnest(CAST(:lexemes AS text[]), CAST(:weights AS float8[])) AS w (lexeme, weight)
+    ON w.lexeme = t.lexeme
+WHERE t.scope_key = ANY(:keys) AND t.lexeme = ANY(:lexemes) AND t.memory_id = ANY(:ids)
+GROUP BY t.memory_id
+"""
+).bindparams(
+    bindparam("lexemes", type_=ARRAY(String())),
+    bindparam("weights", type_=ARRAY(Float())),
+    bindparam("keys", type_=ARRAY(String())),
+    bindparam("ids", type_=ARRAY(String())),
+)

@@ -57,7 +57,8 @@ from agentcore.adapters.db.lexical_coverage import (
     sqlite_matches,
 )
 from agentcore.adapters.db.lexical_memory import MemoryLexicon
-from agentcore.adapters.db.lexical_pg import QueryWeights, TermStats, bm25_statement, coverage_of
+from agentcore.adapters.db.lexical_pg import QueryWeights, TermStats, bm25_statement
+from agentcore.adapters.db.lexical_pg import coverage as pg_coverage
 from agentcore.adapters.db.repositories import memory_from_row, select_by_ids, sqlite_memories
 from agentcore.adapters.db.tables import MemoryRow
 from agentcore.adapters.db.types import UTCDateTime
@@ -72,7 +73,6 @@ FINDING_SHARE = 0.1
 FINDING_FLOOR = 500
 _PG_PREFETCH = 4  # Postgres: candidates scored per result wanted, before the row filters
 _PG_PREFETCH_FILTERED = 16  # the same with a filter on the memory's fields (``where``)
-_COVERAGE = "lexical_coverage"  # Postgres: the column of a row's coverage weights in ``lookup``
 
 
 class SqlLexicalIndex:
@@ -141,19 +141,16 @@ class SqlLexicalIndex:
             return Lookup([], {}, None if self._reader is None else {})
         if self._reader is None:
             async with self._engine.connect() as conn:
-                weights = await self._pg_stats.weights(conn, terms, keys) if covered else None
-                rows = [
-                    row
+                memories = [
+                    memory_from_row(row)
                     for stmt in select_by_ids(memory_ids)
-                    for row in (await conn.execute(_covered(stmt, flt, weights, keys))).mappings()
+                    for row in (await conn.execute(_where(stmt, flt, "postgresql"))).mappings()
                 ]
-            whole = 0.0 if weights is None else weights.whole
-            found = {
-                row["id"]: min(float(row[_COVERAGE]) / whole, 1.0)
-                for row in rows
-                if whole > 0 and row[_COVERAGE] is not None
-            }
-            return Lookup([memory_from_row(row) for row in rows], found)
+                found = {}
+                if covered:
+                    weights = await self._pg_stats.weights(conn, terms, keys)
+                    found = await pg_coverage(conn, weights, keys, [m.id for m in memories])
+            return Lookup(memories, found)
         tokens = [scope_token(key) for key in keys]
         lexicon = self._lexicon
 
@@ -288,17 +285,6 @@ def _shape(flt: VectorFilter) -> tuple[bool, bool] | None:
     if flt.where is not None or flt.ids:
         return None
     return bool(flt.layers), flt.alive_at is not None
-
-
-def _covered(
-    stmt: Select[Any], flt: VectorFilter, weights: QueryWeights | None, keys: Sequence[str]
-) -> Select[Any]:
-    """Postgres: ``stmt`` (a select of memory rows) kept to ``flt.where``, with each row's
-    summed coverage weights as ``_COVERAGE`` when the query has lexemes."""
-    stmt = _where(stmt, flt, "postgresql")
-    if weights is None or weights.whole <= 0:
-        return stmt
-    return stmt.add_columns(coverage_of(weights, keys, _MEMORIES.c.id).label(_COVERAGE))
 
 
 def _where(stmt: Select[Any], flt: VectorFilter, dialect: str) -> Select[Any]:
