@@ -76,16 +76,25 @@ async def _search_and_lookup(postgres_url: str) -> list[tuple[str, Any]]:
     return sent
 
 
-def test_a_search_reads_its_candidates_by_primary_key(unanalyzed: str, postgres_url: str) -> None:
+def _check_plans(url: str, postgres_url: str) -> None:
     sent = asyncio.run(_search_and_lookup(postgres_url))
     bm25 = [s for s in sent if "WITH bm25" in s[0]]
+    rows = [s for s in sent if s[0].lstrip().startswith("SELECT memories.id")]
     coverage = [s for s in sent if "sum(w.weight)" in s[0]]
-    assert len(bm25) == 1
-    assert len(coverage) == 1
-    bm25_plan, coverage_plan = _plans(unanalyzed, [bm25[0], coverage[0]])
+    assert len(bm25) == len(rows) == len(coverage) == 1
+    bm25_plan, rows_plan, coverage_plan = _plans(url, [bm25[0], rows[0], coverage[0]])
     assert "pk_memories" in bm25_plan, bm25_plan
-    assert "Seq Scan on memories" not in bm25_plan, bm25_plan
     for index in ("ix_memories_same_text", "ix_memories_keyset"):  # the scope's rows, all
         assert index not in bm25_plan, bm25_plan
+    assert "pk_memories" in rows_plan, rows_plan
     assert "memory_lexical_terms_pkey" in coverage_plan, coverage_plan
-    assert "Seq Scan" not in coverage_plan, coverage_plan
+    for plan in (bm25_plan, rows_plan, coverage_plan):
+        assert "Seq Scan" not in plan, plan
+
+
+def test_a_search_reads_its_candidates_by_primary_key(unanalyzed: str, postgres_url: str) -> None:
+    """With the tables never analyzed (a new scope), then analyzed."""
+    _check_plans(unanalyzed, postgres_url)
+    with psycopg.connect(unanalyzed, autocommit=True) as conn:
+        conn.execute(f"ANALYZE {', '.join(_TABLES)}")
+    _check_plans(unanalyzed, postgres_url)
