@@ -1,7 +1,8 @@
-"""PostgreSQL plans of a search that must not depend on table statistics: a scope that is new,
-or grew since autovacuum last analyzed its tables, looks small to the planner, which then
-scanned the whole scope by its index where a search needs a few rows by primary key
-(benchmarks/sql_statements.py found it: 25 of a search's 30 ms at 3,000 memories)."""
+"""PostgreSQL plans that must not depend on table statistics: a scope that is new, or grew
+since autovacuum last analyzed its tables, looks small to the planner, which then scanned the
+whole scope by its index where a search needs a few rows by primary key
+(benchmarks/sql_statements.py found it: 25 of a search's 30 ms at 3,000 memories); and the
+replay of failed vector writes, which read the whole outbox when none had failed."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from sqlalchemy import event
 
 from agentcore.adapters.db.engine import create_engine
 from agentcore.adapters.db.lexical_search import SqlLexicalIndex
+from agentcore.adapters.db.uow import SqlUnitOfWorkFactory
 from agentcore.services.ports import VectorFilter
 
 pytestmark = pytest.mark.postgres
@@ -98,3 +100,36 @@ def test_a_search_reads_its_candidates_by_primary_key(unanalyzed: str, postgres_
     with psycopg.connect(unanalyzed, autocommit=True) as conn:
         conn.execute(f"ANALYZE {', '.join(_TABLES)}")
     _check_plans(unanalyzed, postgres_url)
+
+
+async def _failed_writes(postgres_url: str) -> list[tuple[str, Any]]:
+    """The statements of the replay's read of failed outbox rows."""
+    engine = create_engine(postgres_url)
+    sent: list[tuple[str, Any]] = []
+
+    def record(conn: Any, cursor: Any, sql: str, params: Any, *_: Any) -> None:
+        sent.append((sql, params))
+
+    try:
+        async with SqlUnitOfWorkFactory(engine)() as uow:
+            event.listen(engine.sync_engine, "before_cursor_execute", record)
+            failed = await uow.outbox.pending(100, failed_only=True)
+        assert len(failed) == 2
+    finally:
+        await engine.dispose()
+    return sent
+
+
+def test_the_replay_reads_only_the_failed_outbox_rows(postgres_url: str) -> None:
+    url = postgres_url.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(url, autocommit=True) as conn:
+        for attempts, rows in ((0, 3000), (1, 2)):
+            conn.execute(
+                "INSERT INTO vector_outbox (memory_id, op, attempts, created_at) "
+                "SELECT 'o-' || g, 'upsert', %s, now() FROM generate_series(1, %s) AS g",
+                (attempts, rows),
+            )
+        conn.execute("ANALYZE vector_outbox")
+    [statement] = asyncio.run(_failed_writes(postgres_url))
+    [plan] = _plans(url, [statement])
+    assert "ix_vector_outbox_failed" in plan, plan
