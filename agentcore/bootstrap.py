@@ -25,6 +25,7 @@ from agentcore.adapters.db.lexical_search import SqlLexicalIndex
 from agentcore.adapters.db.migrate import SchemaCheck
 from agentcore.adapters.db.uow import SqlUnitOfWorkFactory, ping
 from agentcore.adapters.outages import DATABASE, VECTOR_STORE, as_provider_error
+from agentcore.adapters.prometheus_files import mark_dead, scrape_registry
 from agentcore.adapters.tokens import BpeTokenCounter
 from agentcore.config import Settings
 from agentcore.domain.ace import AceThresholds
@@ -111,7 +112,15 @@ class Container:
     # Names a failure that means a store is out of reach (adapters/outages.py).
     outage: Callable[[Exception], AgentCoreError | None]
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+    # What /metrics collects when it is not ``registry``: every process's metrics files.
+    scraped: CollectorRegistry | None = None
     closers: list[Probe] = field(default_factory=list)
+
+    @property
+    def exposition(self) -> CollectorRegistry:
+        """The registry /metrics serves: this process's, or every process's of
+        ``PROMETHEUS_MULTIPROC_DIR``."""
+        return self.registry if self.scraped is None else self.scraped
 
     async def aclose(self) -> None:
         """Give the jobs under way ``JOB_DRAIN_SECONDS`` to finish (everything they use still
@@ -327,6 +336,7 @@ async def _build(
         capacity=settings.semantic_memory_capacity,
     )
     registry = CollectorRegistry()
+    scraped = _multiprocess_registry(settings, closers)
     prices = PriceTable(settings.model_prices)
     prices.require(settings.compression_model, settings.mem0_llm_model, settings.reasoning_model)
     if settings.embedder == "openai":
@@ -448,11 +458,27 @@ async def _build(
         consolidator=consolidator,
         access=access,
         registry=registry,
+        scraped=scraped,
         health=health,
         startup=startup,
         outage=as_provider_error,
         closers=closers,
     )
+
+
+def _multiprocess_registry(settings: Settings, closers: list[Probe]) -> CollectorRegistry | None:
+    """With ``PROMETHEUS_MULTIPROC_DIR``: the registry of every process's metrics files, and
+    this process marked dead in them when the container closes."""
+    directory = settings.prometheus_multiproc_dir
+    if directory is None:
+        return None
+    scraped = scrape_registry(directory)
+
+    async def process_ended() -> None:
+        mark_dead(directory)
+
+    closers.append(process_ended)
+    return scraped
 
 
 def _ace_settings(settings: Settings) -> AceSettings:

@@ -118,6 +118,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     host = settings.agentcore_host if args.host is None else args.host
     port = settings.agentcore_port if args.port is None else args.port
     with _data_dir(settings, "serve", _address(host, port, tls=certfile is not None)):
+        settings = _count_across_processes(settings, workers)
         import uvicorn  # the slow imports once the directory is ours (a second serve stops first)
 
         from agentcore.api.app import create_app
@@ -138,6 +139,24 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
             access_log=False,
         )
     return 0
+
+
+def _count_across_processes(settings: Settings, workers: int) -> Settings:
+    """Several serving processes sum their metrics through files (PROMETHEUS_MULTIPROC_DIR,
+    by default AGENTCORE_DATA_DIR/metrics), cleared of the previous run's here, before any
+    process writes there. The variable is set in this process's environment: prometheus-client
+    reads it in each serving process, which inherits it."""
+    directory = settings.prometheus_multiproc_dir
+    if directory is None and workers > 1:
+        directory = settings.agentcore_data_dir / "metrics"
+    if directory is None:
+        return settings
+    from agentcore.adapters.prometheus_files import clear_stale
+
+    directory = directory.resolve()
+    clear_stale(directory)
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(directory)  # noqa: TID251
+    return settings.model_copy(update={"prometheus_multiproc_dir": directory})
 
 
 def _address(host: str, port: int, *, tls: bool) -> str:

@@ -45,6 +45,12 @@ class Settings(BaseSettings):
     agentcore_migrate_on_start: bool = False
     # Serving processes (`serve --workers`); more than one needs every store to be a server.
     agentcore_workers: int = Field(1, ge=1)
+    # Metrics of several processes summed in one /metrics scrape (prometheus-client's
+    # multiprocess mode, agentcore/adapters/prometheus_files.py): each process writes its
+    # metrics to files here. Unset: each process counts alone, except `serve --workers N`
+    # (N > 1), which then uses AGENTCORE_DATA_DIR/metrics. A Celery worker given the server's
+    # directory (same host) shows its jobs, compressions included, in the server's scrape.
+    prometheus_multiproc_dir: Path | None = None
     # Where `agentcore serve` listens (also --host/--port), and the service the CLI's client
     # commands call (also --url).
     agentcore_host: str = "127.0.0.1"

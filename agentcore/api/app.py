@@ -76,7 +76,7 @@ def create_app(
                 app.state.rpc = runtime.rpc
                 app.state.gate = runtime.gate
                 app.state.mcp = mcp_http
-                runtime.container.registry.register(HealthCollector(runtime.container.health))
+                runtime.container.exposition.register(HealthCollector(runtime.container.health))
                 async with mcp_http.running():
                     yield
         except AgentCoreError as exc:
@@ -143,7 +143,7 @@ def create_app(
             return Response("a metrics token is needed\n", 401, {"www-authenticate": "Bearer"})
         container = request.app.state.container
         await container.health.recent(SCRAPE_HEALTH_MAX_AGE_SECONDS)  # the stores' gauges
-        return Response(generate_latest(container.registry), media_type=CONTENT_TYPE_LATEST)
+        return Response(generate_latest(container.exposition), media_type=CONTENT_TYPE_LATEST)
 
     routes = [
         Route("/rpc", rpc, methods=["POST"]),

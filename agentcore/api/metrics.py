@@ -11,7 +11,10 @@
 ``HealthCollector`` adds, at scrape time, what lives elsewhere: each store's health and the
 vector outbox's depth from the latest health check (``/metrics`` refreshes it when older than
 ``SCRAPE_HEALTH_MAX_AGE_SECONDS``, so scrapes never probe the stores more often than that), and
-the in-process backlogs read from memory.
+the in-process backlogs read from memory. With ``PROMETHEUS_MULTIPROC_DIR`` (several processes,
+``agentcore/adapters/prometheus_files.py``) every other metric is summed over the processes,
+while these are those of the process that answered the scrape: the stores' health and the
+outbox are the whole service's anyway, the backlogs that process's.
 """
 
 from __future__ import annotations

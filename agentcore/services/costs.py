@@ -117,16 +117,20 @@ class _CostMetrics:
         self.used = Gauge(
             "agentcore_budget_used_ratio",
             "Share of this month's budget spent (1: spent), as last read by this process",
+            # Several processes: the latest read of any (the spend is the whole service's).
+            multiprocess_mode="mostrecent",
             registry=registry,
         )
         self.spent = Gauge(
             "agentcore_budget_spent_usd",
             "Dollars spent this month by every process, as last read by this process",
+            multiprocess_mode="mostrecent",
             registry=registry,
         )
         self.budget = Gauge(
             "agentcore_budget_usd",
             "The monthly budget of model calls (MONTHLY_TOKEN_BUDGET_USD)",
+            multiprocess_mode="mostrecent",
             registry=registry,
         )
 

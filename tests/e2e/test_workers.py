@@ -6,13 +6,18 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
+from tests.agent_trace import STAGES
 from tests.conftest import REDIS_TEST_DB, empty_redis
 from tests.server_process import Server, free_port
+from tests.worker_process import celery_worker
 
 
 def _workers(pid: int) -> list[int]:
@@ -89,3 +94,88 @@ def test_more_than_one_worker_needs_server_stores(tmp_path: Path) -> None:
     assert "DATABASE_URL, REDIS_URL, QDRANT_URL" in message
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "data").exists()  # refused before anything was made
+
+
+def _call(url: str, method: str, **params: object) -> dict[str, Any]:
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    reply: dict[str, Any] = httpx.post(url, json=body, timeout=60).json()
+    assert "result" in reply, reply
+    result: dict[str, Any] = reply["result"]
+    return result
+
+
+def _samples(text: str) -> dict[str, float]:
+    """A scrape's samples by name and sorted labels."""
+    samples = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            labels = ",".join(f"{k}={v}" for k, v in sorted(sample.labels.items()))
+            samples[f"{sample.name}{{{labels}}}"] = sample.value
+    return samples
+
+
+@pytest.mark.postgres
+@pytest.mark.redis
+def test_one_scrape_counts_every_worker_and_the_jobs(tmp_path: Path, postgres_url: str) -> None:
+    """``serve --workers 2`` sums its processes' metrics through AGENTCORE_DATA_DIR/metrics, and
+    a Celery worker given that directory adds the compression it ran."""
+    if not Path("/proc/self/task").is_dir():
+        pytest.skip("reads the process tree from /proc (Linux)")
+    broker = empty_redis(REDIS_TEST_DB)
+    env = {
+        "DATABASE_URL": postgres_url,
+        "REDIS_URL": broker,
+        "REDIS_MEMORY_DB": str(REDIS_TEST_DB),
+        "QDRANT_URL": f"http://127.0.0.1:{free_port()}",  # away: adds are served, vectors owed
+        "STORE_TIMEOUT_SECONDS": "2",
+        "AGENTCORE_ALLOW_OPEN": "true",
+    }
+    metrics_dir = (tmp_path / "data" / "metrics").resolve()
+    metrics_dir.mkdir(parents=True)
+    (metrics_dir / "counter_999999999.db").write_bytes(b"")  # a previous run's: cleared
+    server = Server(tmp_path / "data", env=env, serve_args=["--workers", "2"])
+    server.start(until="/livez")
+    extra = {
+        "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir),
+        "REDIS_MEMORY_DB": env["REDIS_MEMORY_DB"],
+    }
+    try:
+        with celery_worker(tmp_path / "worker", postgres_url, broker, **extra) as worker:
+            assert server.process is not None
+            serving = _workers(server.process.pid)
+            for i in range(30):  # a new connection each: the kernel spreads them over workers
+                _call(server.url, "memory.add", user_id="w", content=f"note {i} of two workers")
+            stage = _call(server.url, "memory.stage.start", task_id="t", stage_type="planning")
+            for text in STAGES["planning"]:
+                _call(server.url, "memory.add", task_id="t", content=text)
+            started = _call(
+                server.url,
+                "memory.stage.complete",
+                task_id="t",
+                stage_id=stage["stage_id"],
+                wait=False,
+            )
+            deadline = time.monotonic() + 60
+            while (job := _call(server.url, "memory.job.get", job_id=started["job_id"]))[
+                "status"
+            ] not in ("succeeded", "failed"):
+                assert time.monotonic() < deadline, job
+                time.sleep(0.1)
+            assert job["status"] == "succeeded", job
+            scrape = httpx.get(f"{server.base}/metrics", timeout=30)
+            writers = {int(path.stem.rpartition("_")[2]) for path in metrics_dir.glob("*.db")}
+    finally:
+        server.stop()
+        empty_redis(REDIS_TEST_DB)
+    assert scrape.status_code == 200
+    samples = _samples(scrape.text)
+    adds = 30 + len(STAGES["planning"])
+    assert samples["agentcore_rpc_requests_total{method=memory.add,outcome=ok}"] == adds
+    assert samples["agentcore_rpc_latency_seconds_count{method=memory.add}"] == adds
+    assert (
+        samples["agentcore_compressions_total{engine=extractive,fallback=false,level=stage}"] == 1
+    )
+    assert samples["agentcore_compression_factor_count{engine=extractive,level=stage}"] == 1
+    assert "agentcore_store_up{store=database}" in samples  # this process's collector too
+    assert set(serving) | {worker.pid} <= writers  # both serving processes and the worker
+    assert 999999999 not in writers

@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
-    Table,
+    FromClause,
     Text,
     and_,
     cast,
@@ -63,8 +63,9 @@ _ELEMENT_EQUALS: ColumnElement[Any] = literal_column("'strict $[*] ? (@ == $v)':
 Sql = ColumnElement[bool]
 
 
-def filter_sql(dialect: str, table: Table, node: Filter) -> Sql:
-    """``node`` as a condition on ``table`` (the memories table) in ``dialect``."""
+def filter_sql(dialect: str, table: FromClause, node: Filter) -> Sql:
+    """``node`` as a condition on ``table`` (the memories table, or a selection of its rows
+    with its columns) in ``dialect``."""
     if isinstance(node, All):
         return and_(true(), *(filter_sql(dialect, table, part) for part in node.parts))
     if isinstance(node, AnyOf):

@@ -128,13 +128,22 @@ def bm25_statement(weights: QueryWeights, scope_keys: Sequence[str], prefetch: i
 
 
 async def coverage(
-    conn: AsyncConnection, weights: QueryWeights, memory_ids: Sequence[str]
+    conn: AsyncConnection,
+    weights: QueryWeights,
+    scope_keys: Sequence[str],
+    memory_ids: Sequence[str],
 ) -> dict[str, float]:
-    """Coverage in (0, 1] of each of ``memory_ids`` that holds at least one lexeme."""
+    """Coverage in (0, 1] of each of ``memory_ids`` (memories of ``scope_keys``) that holds at
+    least one lexeme."""
     whole = weights.whole
     if whole <= 0 or not memory_ids:
         return {}
-    params = {"lexemes": weights.lexemes, "weights": weights.coverage, "ids": list(memory_ids)}
+    params = {
+        "lexemes": weights.lexemes,
+        "weights": weights.coverage,
+        "keys": list(dict.fromkeys(scope_keys)),
+        "ids": list(memory_ids),
+    }
     rows = await conn.execute(_COVERAGE, params)
     return {str(row[0]): min(float(row[1]) / whole, 1.0) for row in rows}
 
@@ -163,17 +172,20 @@ GROUP BY t.memory_id
 ORDER BY score DESC
 LIMIT :prefetch
 """
+# Scopes and lexemes as well as ids: the postings' primary key (scope_key, lexeme, memory_id)
+# finds them whatever the statistics (by ids alone, a fresh table's postings were scanned).
 _COVERAGE = text(
     f"""
 SELECT t.memory_id, sum(w.weight)
 FROM {FTS_TERMS} AS t
 JOIN unnest(CAST(:lexemes AS text[]), CAST(:weights AS float8[])) AS w (lexeme, weight)
     ON w.lexeme = t.lexeme
-WHERE t.memory_id = ANY(:ids)
+WHERE t.scope_key = ANY(:keys) AND t.lexeme = ANY(:lexemes) AND t.memory_id = ANY(:ids)
 GROUP BY t.memory_id
 """
 ).bindparams(
     bindparam("lexemes", type_=ARRAY(String())),
     bindparam("weights", type_=ARRAY(Float())),
+    bindparam("keys", type_=ARRAY(String())),
     bindparam("ids", type_=ARRAY(String())),
 )

@@ -155,6 +155,15 @@ class VectorOutboxRow(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
     last_error_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
 
+    __table_args__ = (
+        Index(  # the failed writes the replay retries (0013)
+            "ix_vector_outbox_failed",
+            "id",
+            postgresql_where=text("attempts > 0"),
+            sqlite_where=text("attempts > 0"),
+        ),
+    )
+
 
 class StoreSettingRow(Base):
     __tablename__ = "store_settings"

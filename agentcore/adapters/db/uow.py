@@ -11,7 +11,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from agentcore.adapters.db.costs import SqlCompressionMetricsRepository, SqlCostRepository
-from agentcore.adapters.db.engine import READ_ONLY, SQLITE_BUSY_TIMEOUT_MS
+from agentcore.adapters.db.engine import SQLITE_BUSY_TIMEOUT_MS, for_reads
 from agentcore.adapters.db.episodes import SqlEpisodeRepository
 from agentcore.adapters.db.error_records import SqlErrorRecordRepository
 from agentcore.adapters.db.interventions import SqlInterventionRepository
@@ -139,7 +139,7 @@ class SqlUnitOfWorkFactory:
             engine, class_=AsyncSession, expire_on_commit=False, autoflush=False
         )
         self._read_sessions = async_sessionmaker(
-            engine.execution_options(**{READ_ONLY: True}),
+            for_reads(engine),
             class_=AsyncSession,
             expire_on_commit=False,
             autoflush=False,

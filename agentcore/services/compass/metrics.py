@@ -13,7 +13,9 @@ Prometheus collectors (registered on the registry passed in, the container's):
 - ``agentcore_compression_cost_usd_total`` by level and engine;
 - ``agentcore_compression_tokens_total`` by level and direction (input or output).
 
-The collectors count what this process recorded; the table holds every process's rows.
+The collectors count what this process recorded (with ``PROMETHEUS_MULTIPROC_DIR``, ``/metrics``
+sums every process's: the Celery workers', where compressions run in production); the table
+holds every process's rows.
 """
 
 from __future__ import annotations

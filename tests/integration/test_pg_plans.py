@@ -1,0 +1,135 @@
+"""PostgreSQL plans that must not depend on table statistics: a scope that is new, or grew
+since autovacuum last analyzed its tables, looks small to the planner, which then scanned the
+whole scope by its index where a search needs a few rows by primary key
+(benchmarks/sql_statements.py found it: 25 of a search's 30 ms at 3,000 memories); and the
+replay of failed vector writes, which read the whole outbox when none had failed."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import psycopg
+import pytest
+from sqlalchemy import event
+
+from agentcore.adapters.db.engine import create_engine
+from agentcore.adapters.db.lexical_search import SqlLexicalIndex
+from agentcore.adapters.db.uow import SqlUnitOfWorkFactory
+from agentcore.services.ports import VectorFilter
+
+pytestmark = pytest.mark.postgres
+
+SCOPE = "user:planner"
+MEMORIES = 3000
+_TABLES = ("memories", "memory_lexical", "memory_lexical_terms")
+
+
+@pytest.fixture(scope="module")
+def unanalyzed(postgres_url: str) -> str:
+    """``MEMORIES`` memories of one scope, their tables never analyzed."""
+    url = postgres_url.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(url, autocommit=True) as conn:
+        for name in _TABLES:
+            conn.execute(f"ALTER TABLE {name} SET (autovacuum_enabled = false)")
+        conn.execute(
+            "INSERT INTO memories (id, content, layer, scope_level, scope_key, user_id, metadata, "
+            "tags, critical, flagged, sensitive, importance, access_count, created_at, "
+            "updated_at, source, compacted_from_ids) "
+            "SELECT 'p-' || g, 'note ' || g || ' about the garden', 'semantic', 'user', %s, "
+            "'planner', '{}', '[]', false, false, false, 0.5, 0, now(), now(), 'api', '[]' "
+            "FROM generate_series(1, %s) AS g",
+            (SCOPE, MEMORIES),
+        )
+        conn.execute(
+            "INSERT INTO memory_lexical (memory_id, scope_key, layer, created_at, body) "
+            "SELECT id, scope_key, layer, created_at, content FROM memories"
+        )
+    return url
+
+
+def _plans(url: str, statements: list[tuple[str, Any]]) -> list[str]:
+    with psycopg.connect(url) as conn:
+        return [
+            "\n".join(row[0] for row in conn.execute("EXPLAIN " + sql, params).fetchall())
+            for sql, params in statements
+        ]
+
+
+async def _search_and_lookup(postgres_url: str) -> list[tuple[str, Any]]:
+    """The statements a lexical search and its lookup send."""
+    engine = create_engine(postgres_url)
+    sent: list[tuple[str, Any]] = []
+
+    def record(conn: Any, cursor: Any, sql: str, params: Any, *_: Any) -> None:
+        sent.append((sql, params))
+
+    event.listen(engine.sync_engine, "before_cursor_execute", record)
+    index = SqlLexicalIndex(engine)
+    try:
+        flt = VectorFilter([SCOPE], alive_at=1e10)
+        hits = await index.search("garden notes", flt, 10)
+        assert len(hits) == 10
+        lookup = await index.lookup("garden notes", flt, [hit.id for hit in hits])
+        assert len(lookup.memories) == 10
+    finally:
+        await index.close()
+        await engine.dispose()
+    return sent
+
+
+def _check_plans(url: str, postgres_url: str) -> None:
+    sent = asyncio.run(_search_and_lookup(postgres_url))
+    bm25 = [s for s in sent if "WITH bm25" in s[0]]
+    rows = [s for s in sent if s[0].lstrip().startswith("SELECT memories.id")]
+    coverage = [s for s in sent if "sum(w.weight)" in s[0]]
+    assert len(bm25) == len(rows) == len(coverage) == 1
+    bm25_plan, rows_plan, coverage_plan = _plans(url, [bm25[0], rows[0], coverage[0]])
+    assert "pk_memories" in bm25_plan, bm25_plan
+    for index in ("ix_memories_same_text", "ix_memories_keyset"):  # the scope's rows, all
+        assert index not in bm25_plan, bm25_plan
+    assert "pk_memories" in rows_plan, rows_plan
+    assert "memory_lexical_terms_pkey" in coverage_plan, coverage_plan
+    for plan in (bm25_plan, rows_plan, coverage_plan):
+        assert "Seq Scan" not in plan, plan
+
+
+def test_a_search_reads_its_candidates_by_primary_key(unanalyzed: str, postgres_url: str) -> None:
+    """With the tables never analyzed (a new scope), then analyzed."""
+    _check_plans(unanalyzed, postgres_url)
+    with psycopg.connect(unanalyzed, autocommit=True) as conn:
+        conn.execute(f"ANALYZE {', '.join(_TABLES)}")
+    _check_plans(unanalyzed, postgres_url)
+
+
+async def _failed_writes(postgres_url: str) -> list[tuple[str, Any]]:
+    """The statements of the replay's read of failed outbox rows."""
+    engine = create_engine(postgres_url)
+    sent: list[tuple[str, Any]] = []
+
+    def record(conn: Any, cursor: Any, sql: str, params: Any, *_: Any) -> None:
+        sent.append((sql, params))
+
+    try:
+        async with SqlUnitOfWorkFactory(engine)() as uow:
+            event.listen(engine.sync_engine, "before_cursor_execute", record)
+            failed = await uow.outbox.pending(100, failed_only=True)
+        assert len(failed) == 2
+    finally:
+        await engine.dispose()
+    return sent
+
+
+def test_the_replay_reads_only_the_failed_outbox_rows(postgres_url: str) -> None:
+    url = postgres_url.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(url, autocommit=True) as conn:
+        for attempts, rows in ((0, 3000), (1, 2)):
+            conn.execute(
+                "INSERT INTO vector_outbox (memory_id, op, attempts, created_at) "
+                "SELECT 'o-' || g, 'upsert', %s, now() FROM generate_series(1, %s) AS g",
+                (attempts, rows),
+            )
+        conn.execute("ANALYZE vector_outbox")
+    [statement] = asyncio.run(_failed_writes(postgres_url))
+    [plan] = _plans(url, [statement])
+    assert "ix_vector_outbox_failed" in plan, plan
