@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, cast
 
 from sqlalchemy import (
@@ -57,6 +58,7 @@ from agentcore.adapters.db.lexical_coverage import (
 from agentcore.adapters.db.lexical_memory import MemoryLexicon
 from agentcore.adapters.db.lexical_pg import QueryWeights, TermStats, bm25_statement
 from agentcore.adapters.db.lexical_pg import coverage as pg_coverage
+from agentcore.adapters.db.lexical_stored import StoredIndexes
 from agentcore.adapters.db.repositories import memory_from_row, select_by_ids, sqlite_memories
 from agentcore.adapters.db.tables import MemoryRow
 from agentcore.adapters.db.types import UTCDateTime
@@ -76,7 +78,9 @@ _PG_PREFETCH_FILTERED = 16  # the same with a filter on the memory's fields (``w
 class SqlLexicalIndex:
     """``LexicalIndex`` (agentcore.services.candidates) over the SQL database of ``engine``."""
 
-    def __init__(self, engine: AsyncEngine, max_documents: int = 200_000) -> None:
+    def __init__(
+        self, engine: AsyncEngine, max_documents: int = 200_000, stored_documents: int = 20_000
+    ) -> None:
         self._engine = engine.execution_options(**{READ_ONLY: True})
         self._fts_statements: dict[tuple[bool, bool], Any] = {}
         self._stems = FtsStems()
@@ -88,7 +92,11 @@ class SqlLexicalIndex:
         self._lexicon: MemoryLexicon | None = None
         if engine.dialect.name != "postgresql":
             self._reader = ThreadedReader(engine.url)
-            self._lexicon = MemoryLexicon(self._stems, self._reader.connect, max_documents)
+            database = Path(str(engine.url.database)).resolve()
+            stored = StoredIndexes(database.with_name(f"{database.name}.lexical"), database)
+            self._lexicon = MemoryLexicon(
+                self._stems, self._reader.connect, max_documents, stored, stored_documents
+            )
 
     async def search(self, query: str, flt: VectorFilter, limit: int) -> list[VectorHit]:
         """The best ``limit`` memories matching ``flt`` by BM25 (> 0), best first. SQLite
@@ -172,7 +180,14 @@ class SqlLexicalIndex:
         """SQLite: the lexical documents held in memory (``lexical_memory``); else 0."""
         return 0 if self._lexicon is None else self._lexicon.documents
 
+    def warming(self) -> list[str]:
+        """SQLite: what the lexical index still does before every large scope is searched
+        outside FTS5 (``MemoryLexicon.warm``: started by the first call); [] once done."""
+        return [] if self._lexicon is None else self._lexicon.warm()
+
     async def close(self) -> None:
+        if self._lexicon is not None:
+            self._lexicon.close()
         if self._reader is not None:
             await self._reader.close()
 

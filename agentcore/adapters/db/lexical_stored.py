@@ -1,0 +1,276 @@
+"""A large scope's lexical documents searched from disk: the stored arrays of its last build
+(``lexical_postings``), memory-mapped, with the documents changed since held in memory.
+
+``StoredScope`` answers for a scope as ``ScopeDocuments`` does. A document written, rewritten
+or deleted after the build is masked in the stored arrays and, unless deleted, held in memory
+(``delta``): a search sees every change at once, and the scope's statistics (documents,
+lengths, each stem's documents) stay exact. Its best documents are found with MaxScore
+(``_max_score``): stems in order of what they can add to a score at most; the documents of
+the first are scored in full (every query stem, looked up in its sorted postings), then of the
+next, until what the stems left could add together no longer reaches the ``limit``-th score
+found. A document holding only those stems cannot enter the best ``limit``, so the result is
+exact BM25, and the frequent stems' long postings are rarely walked.
+
+``StoredIndexes`` keeps the builds of a database's scopes in one directory beside the SQLite
+file (``<name>-<seq>``, seq: the last change of the log the build includes) and starts a build
+(``lexical_builder``, a process of its own) when asked.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from agentcore.adapters.db.lexical import scope_token
+from agentcore.adapters.db.lexical_coverage import K1, length_norm
+from agentcore.adapters.db.lexical_postings import META, Postings
+from agentcore.adapters.db.lexical_scope import Hit, Query, ScopeDocuments, layer_codes
+
+log = logging.getLogger(__name__)
+
+Slots = npt.NDArray[np.int32]
+_BUILD = re.compile(r"(k\d+)-(\d+)")
+_RETRY_SECONDS = 600.0  # a failed build is tried again after this
+
+
+class StoredScope:
+    """A scope's stored documents plus the changes since their build (module docstring)."""
+
+    def __init__(self, base: Postings) -> None:
+        self.base = base
+        self.delta = ScopeDocuments()
+        self._masked = np.zeros(base.documents, dtype=bool)
+        self._gone_holding: dict[int, int] = {}  # stem index -> masked documents holding it
+        self._gone = 0
+        self._gone_length = 0.0
+
+    def __len__(self) -> int:
+        return self.base.documents - self._gone + len(self.delta)
+
+    @property
+    def total_length(self) -> float:
+        return self.base.total_length - self._gone_length + self.delta.total_length
+
+    @property
+    def changed(self) -> int:
+        """Documents written or deleted since the build."""
+        return self._gone + len(self.delta)
+
+    def holding(self, stem: str) -> int:
+        term = self.base.term(stem)
+        stored = 0 if term < 0 else self.base.holding(term) - self._gone_holding.get(term, 0)
+        return stored + self.delta.holding(stem)
+
+    def put(
+        self, memory_id: str, layer: str, expires_at: float, stems: dict[str, float], length: int
+    ) -> None:
+        self._mask(memory_id)
+        self.delta.put(memory_id, layer, expires_at, stems, length)
+
+    def drop(self, memory_id: str) -> None:
+        self._mask(memory_id)
+        self.delta.drop(memory_id)
+
+    def score(self, memory_id: str, query: Query) -> tuple[float, float] | None:
+        found = self.delta.score(memory_id, query)
+        if found is not None:
+            return found
+        slot = self.base.slot(memory_id)
+        if slot < 0 or self._masked[slot]:
+            return None
+        terms, tfs = self.base.document(slot)
+        held = dict(zip(terms.tolist(), tfs.tolist(), strict=True))
+        frequencies = {}
+        for stem in query.coverage_idf:
+            tf = held.get(self.base.term(stem))
+            if tf is not None:
+                frequencies[stem] = tf
+        return query.score(frequencies, float(self.base.lengths[slot]))
+
+    def best(
+        self,
+        query: Query,
+        limit: int,
+        layers: Sequence[str] | None,
+        alive_at: float | None,
+        ids: Sequence[str] | None,
+    ) -> list[Hit]:
+        hits = self.delta.best(query, limit, layers, alive_at, ids)
+        base = self.base
+        codes = None if not layers else np.array(layer_codes(layers), dtype=np.int8)
+        allowed = None
+        if ids is not None:
+            allowed = np.unique([s for s in map(base.slot, ids) if s >= 0]).astype(np.int32)
+
+        def keep(slots: Slots) -> npt.NDArray[np.bool_]:
+            kept = ~self._masked[slots]
+            if codes is not None:
+                kept &= np.isin(base.layers[slots], codes)
+            if alive_at is not None:
+                kept &= base.expires[slots] > alive_at
+            if allowed is not None:
+                kept &= np.isin(slots, allowed)
+            return kept
+
+        for score, slot in _max_score(base, query, limit, keep):
+            hits.append((score, base.memory_id(slot)))
+        return sorted(hits, key=lambda hit: (-hit[0], hit[1]))[:limit]
+
+    def _mask(self, memory_id: str) -> None:
+        slot = self.base.slot(memory_id)
+        if slot < 0 or self._masked[slot]:
+            return
+        self._masked[slot] = True
+        self._gone += 1
+        self._gone_length += float(self.base.lengths[slot])
+        for term in self.base.document(slot)[0].tolist():
+            self._gone_holding[term] = self._gone_holding.get(term, 0) + 1
+
+
+def _max_score(
+    base: Postings, query: Query, limit: int, keep: Callable[[Slots], npt.NDArray[np.bool_]]
+) -> list[tuple[float, int]]:
+    """The best ``limit`` (BM25 > 0, slot) of ``base``'s documents that ``keep`` keeps, by
+    MaxScore (module docstring)."""
+    terms = [(t, w) for stem, w in query.bm25_idf.items() if (t := base.term(stem)) >= 0]
+    if not terms or limit <= 0:
+        return []
+    average = query.average_length
+    bounds = [
+        w
+        * (K1 + 1)
+        * float(base.max_tf[t])
+        / (base.max_tf[t] + length_norm(base.min_length[t], average))
+        for t, w in terms
+    ]
+    rest = sum(bounds)
+    seen = np.zeros(base.documents, dtype=bool)
+    best_slots = np.zeros(0, dtype=np.int32)
+    best_scores = np.zeros(0)
+    threshold = 0.0
+    for i in sorted(range(len(terms)), key=lambda i: -bounds[i]):
+        rest -= bounds[i]
+        slots = base.postings(terms[i][0])[0]
+        new = slots[~seen[slots]]
+        seen[new] = True
+        new = new[keep(new)]
+        if len(new):
+            best_slots = np.concatenate([best_slots, new])
+            best_scores = np.concatenate([best_scores, _scores(base, terms, new, average)])
+            if len(best_scores) > limit:
+                top = np.argpartition(-best_scores, limit - 1)[:limit]
+                best_slots, best_scores = best_slots[top], best_scores[top]
+            if len(best_scores) == limit:
+                threshold = float(best_scores.min())
+        if len(best_scores) == limit and rest < threshold:
+            break  # no document holding only the stems left can enter the best ``limit``
+    return [(float(s), int(slot)) for s, slot in zip(best_scores, best_slots, strict=True)]
+
+
+def _scores(
+    base: Postings, terms: Sequence[tuple[int, float]], slots: Slots, average: float
+) -> npt.NDArray[np.float64]:
+    """The full BM25 of the documents in ``slots``: each query stem found in its postings."""
+    norm = length_norm(base.lengths[slots].astype(np.float64), average)
+    total = np.zeros(len(slots))
+    for term, weight in terms:
+        held, tfs = base.postings(term)
+        at = np.minimum(np.searchsorted(held, slots), len(held) - 1)
+        tf = np.where(held[at] == slots, tfs[at], 0.0).astype(np.float64)
+        total += weight * tf * (K1 + 1) / (tf + norm)
+    return total
+
+
+class StoredIndexes:
+    """The stored lexical indexes of one SQLite database, in ``root`` (module docstring)."""
+
+    def __init__(self, root: Path, database: Path) -> None:
+        self._root = root
+        self._database = database
+        self._builds: dict[str, subprocess.Popen[bytes]] = {}
+        self._failed: dict[str, float] = {}  # scope key -> when a build may be tried again
+        self._lock = threading.Lock()
+
+    def latest(self, scope_key: str) -> Postings | None:
+        """The newest complete build of ``scope_key``, mapped; None if there is none."""
+        token = scope_token(scope_key)
+        found = []
+        if self._root.is_dir():
+            for entry in self._root.iterdir():
+                match = _BUILD.fullmatch(entry.name)
+                if match and match[1] == token and (entry / META).is_file():
+                    found.append((int(match[2]), entry))
+        for _, directory in sorted(found, reverse=True):
+            try:
+                postings = Postings.open(directory)
+            except (OSError, ValueError):
+                log.exception("a stored lexical index could not be opened: %s", directory)
+                continue
+            if postings.scope_key == scope_key:
+                return postings
+        return None
+
+    def building(self, scope_key: str) -> bool:
+        with self._lock:
+            return scope_key in self._builds
+
+    def build(self, scope_key: str, done: Callable[[str, bool], None]) -> None:
+        """Start a build of ``scope_key`` in a process of its own, unless one runs; ``done``
+        (key, whether it succeeded) is called on a thread once it ends."""
+        with self._lock:
+            if scope_key in self._builds or self._failed.get(scope_key, 0.0) > time.monotonic():
+                return
+            self._root.mkdir(parents=True, exist_ok=True)
+            process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "agentcore.adapters.db.lexical_builder",
+                    str(self._database),
+                    scope_key,
+                    str(self._root / scope_token(scope_key)),
+                    f"--parent={os.getpid()}",
+                ],
+                stdin=subprocess.DEVNULL,
+            )
+            self._builds[scope_key] = process
+        threading.Thread(target=self._wait, args=(scope_key, process, done), daemon=True).start()
+
+    def forget_older(self, keep: Postings) -> None:
+        """Remove the builds of ``keep``'s scope older than ``keep`` (a mapped file stays
+        readable until unmapped)."""
+        token = scope_token(keep.scope_key)
+        for entry in self._root.iterdir():
+            match = _BUILD.fullmatch(entry.name)
+            if match and match[1] == token and int(match[2]) < keep.seq:
+                shutil.rmtree(entry, ignore_errors=True)
+
+    def close(self) -> None:
+        with self._lock:
+            builds = list(self._builds.values())
+        for process in builds:
+            process.terminate()
+            process.wait()
+
+    def _wait(
+        self, key: str, process: subprocess.Popen[bytes], done: Callable[[str, bool], None]
+    ) -> None:
+        code = process.wait()
+        with self._lock:
+            self._builds.pop(key, None)
+            if code != 0:
+                self._failed[key] = time.monotonic() + _RETRY_SECONDS
+        if code != 0:
+            log.warning("the lexical index build of a scope failed (exit %s)", code)
+        done(key, code == 0)
