@@ -97,8 +97,11 @@ class MemoryLexicon:
         self._scopes: OrderedDict[str, LexicalScope] = OrderedDict()  # least recent first
         self._loading: set[str] = set()
         self._too_large: dict[str, float] = {}  # scope key -> when to count it again
+        # Start-up (``warm``): the large scopes not taken up yet (key -> size); None until
+        # counted. Its own lock: ``warm`` is asked on the event loop and must not wait.
         self._warm_started = False
-        self._warming: dict[str, int] | None = None  # large scopes not taken up yet: size
+        self._warming: dict[str, int] | None = None
+        self._warm_lock = threading.Lock()
         self._applied = -1  # the last change applied; -1: none read yet
         self._lock = threading.Lock()
 
@@ -164,20 +167,29 @@ class MemoryLexicon:
         with self._lock:
             return scope_key in self._scopes
 
+    def stored(self, scope_key: str) -> bool:
+        """Whether the scope of ``scope_key`` is searched from its stored index."""
+        with self._lock:
+            return isinstance(self._scopes.get(scope_key), StoredScope)
+
     def warm(self) -> list[str]:
-        """Take up every scope over ``stored_documents`` (opened, or built when it has no
-        build yet): started by the first call, on a thread. What is still being done, one
-        line per scope; [] once all are taken up (or nothing is stored)."""
+        """Take up every scope over ``stored_documents``: the first call counts them and
+        opens their stored indexes (with the changes since each build), or starts a build
+        where there is none; it takes seconds on a large store, so call it off the event
+        loop. What is still being done, one line per scope; [] once every large scope is
+        taken up (or left to FTS5 after a failed build), or nothing is stored."""
         if self._stored is None or self._stored_documents <= 0:
             return []
-        with self._lock:
-            if not self._warm_started:
-                self._warm_started = True
-                threading.Thread(target=self._warm, daemon=True).start()
+        with self._warm_lock:
+            start = not self._warm_started
+            self._warm_started = True
+        if start:
+            self._warm()
+        with self._warm_lock:
             if self._warming is None:
                 return ["the lexical index's large scopes are being counted"]
             for key in [key for key in self._warming if key in self._scopes]:
-                del self._warming[key]
+                del self._warming[key]  # (a dict's membership test needs no lock)
             return [
                 f"the lexical index of {key} ({size:,} documents) is being "
                 + ("built" if self._stored.building(key) else "opened")
@@ -189,21 +201,31 @@ class MemoryLexicon:
             self._stored.close()
 
     def _warm(self) -> None:
+        stored = self._stored
+        if stored is None:
+            return
         try:
             with self._connect() as conn:
                 least = {"least": self._stored_documents}
                 large = {str(k): int(n) for k, n in conn.execute(_LARGE_SCOPES, least)}
-                with self._lock:
-                    self._warming = large
+                with self._warm_lock:
+                    self._warming = dict(large)
                 for key in large:
                     with self._lock:
                         self._catch_up(conn)
                         if key not in self._scopes:
                             self._start_loading(conn, key)
+                    if not stored.building(key):  # taken up, or left to FTS5
+                        self._warmed(key)
         except Exception:
             log.exception("opening the stored lexical indexes failed")
-            with self._lock:
+            with self._warm_lock:
                 self._warming = {}
+
+    def _warmed(self, key: str) -> None:
+        with self._warm_lock:
+            if self._warming is not None:
+                self._warming.pop(key, None)
 
     def _load(self, conn: Connection, scope_keys: Sequence[str]) -> list[LexicalScope] | None:
         """The scopes of ``scope_keys``, brought up to date with the change log; None while
@@ -270,9 +292,7 @@ class MemoryLexicon:
         except Exception:
             log.exception("taking up a stored lexical index failed")
         finally:
-            with self._lock:
-                if self._warming is not None:
-                    self._warming.pop(key, None)
+            self._warmed(key)
 
     def _build_if_due(self, key: str, scope: LexicalScope) -> None:
         """Start a build of a held scope grown past ``stored_documents``, or of a stored one

@@ -12,6 +12,7 @@ over the caller's scopes (``lexical_pg``).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -62,6 +63,8 @@ from agentcore.adapters.db.lexical_stored import StoredIndexes
 from agentcore.adapters.db.repositories import memory_from_row, select_by_ids, sqlite_memories
 from agentcore.adapters.db.tables import MemoryRow
 from agentcore.adapters.db.types import UTCDateTime
+from agentcore.adapters.outages import DATABASE
+from agentcore.domain.errors import ProviderError
 from agentcore.services.candidates import Lookup
 from agentcore.services.ports import VectorFilter, VectorHit
 
@@ -73,6 +76,7 @@ FINDING_SHARE = 0.1
 FINDING_FLOOR = 500
 _PG_PREFETCH = 4  # Postgres: candidates scored per result wanted, before the row filters
 _PG_PREFETCH_FILTERED = 16  # the same with a filter on the memory's fields (``where``)
+_PREFETCH_FILTERED = 16  # SQLite outside FTS5: the same (``_searched_outside_fts5``)
 
 
 class SqlLexicalIndex:
@@ -117,13 +121,11 @@ class SqlLexicalIndex:
         else:
             stmt = self._fts_statement(flt)
             scopes = scopes_match(scope_token(key) for key in dict.fromkeys(flt.scope_keys))
-            # The in-memory index applies every filter but ``where`` (FTS5 joins the rows).
-            lexicon = None if flt.where is not None else self._lexicon
+            lexicon = self._lexicon
 
             def read(conn: Connection) -> list[Any]:
                 if lexicon is not None:
-                    keys, layers, ids = flt.scope_keys, flt.layers, flt.ids
-                    best = lexicon.search(conn, keys, terms, limit, layers, flt.alive_at, ids)
+                    best = _searched_outside_fts5(conn, lexicon, terms, flt, limit)
                     if best is not None:
                         return best
                 total, holding = self._frequencies.counts(conn, scopes, terms)
@@ -180,10 +182,24 @@ class SqlLexicalIndex:
         """SQLite: the lexical documents held in memory (``lexical_memory``); else 0."""
         return 0 if self._lexicon is None else self._lexicon.documents
 
+    @property
+    def stores(self) -> bool:
+        """Whether large scopes are searched from stored indexes (SQLite)."""
+        return self._lexicon is not None
+
     def warming(self) -> list[str]:
         """SQLite: what the lexical index still does before every large scope is searched
-        outside FTS5 (``MemoryLexicon.warm``: started by the first call); [] once done."""
+        outside FTS5 (``MemoryLexicon.warm``: the first call opens or starts building them,
+        taking seconds on a large store); [] once done."""
         return [] if self._lexicon is None else self._lexicon.warm()
+
+    async def warm(self) -> None:
+        """Returns once every large scope's stored index is searched (``warming``); until
+        then raises a retryable ``ProviderError`` naming what is being done. Calls are taken
+        meanwhile (FTS5 answers for a scope whose first build runs)."""
+        waiting = await asyncio.to_thread(self.warming)
+        if waiting:
+            raise ProviderError("; ".join(waiting), store=DATABASE)
 
     async def close(self) -> None:
         if self._lexicon is not None:
@@ -247,6 +263,25 @@ class SqlLexicalIndex:
             .order_by(bm25.c.score.desc(), bm25.c.memory_id)
             .limit(bindparam("limit", type_=Integer()))
         )
+
+
+def _searched_outside_fts5(
+    conn: Connection, lexicon: MemoryLexicon, terms: Sequence[str], flt: VectorFilter, limit: int
+) -> list[tuple[str, float]] | None:
+    """The best ``limit`` of ``lexicon`` (None when it does not hold every scope). It applies
+    every filter but ``where``; with one, its best ``limit`` × ``_PREFETCH_FILTERED`` are
+    checked against the rows, in order: the first ``limit`` that pass are the best that pass.
+    When fewer pass and more matched, None: FTS5 joins the rows instead."""
+    wanted = limit if flt.where is None else limit * _PREFETCH_FILTERED
+    keys, layers, ids = flt.scope_keys, flt.layers, flt.ids
+    best = lexicon.search(conn, keys, terms, wanted, layers, flt.alive_at, ids)
+    if best is None or flt.where is None:
+        return best
+    passing = {
+        row[0] for stmt in _matching([i for i, _ in best], flt) for row in conn.execute(stmt)
+    }
+    kept = [hit for hit in best if hit[0] in passing][:limit]
+    return kept if len(kept) == limit or len(best) < wanted else None
 
 
 def _filters(dialect: str, flt: VectorFilter) -> list[ColumnElement[bool]]:

@@ -1,0 +1,125 @@
+"""A scope over ``LEXICAL_STORED_DOCUMENTS`` (lowered here) on the service's SQLite + FTS5: it
+is searched from its stored index once built, with the top results FTS5 gives, sees every
+write at once, and is searched the same after a restart without a build."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from agentcore.adapters.db.engine import create_engine
+from agentcore.adapters.db.lexical_search import SqlLexicalIndex
+from agentcore.adapters.db.uow import SqlUnitOfWorkFactory
+from agentcore.domain.models import Memory, ScopeIds
+from agentcore.services.ports import VectorFilter
+from tests.conftest import migrate
+from tests.integration.test_lexical_index import NOW, add_all, turns
+
+LOCOMO = Path("/work/shared/data/locomo/locomo10.json")
+LOWERED = 200  # the stored threshold here: the conversation below is ~600 memories
+ALICE = "user:alice"
+
+
+def _conversation() -> tuple[list[list[str]], list[str]]:
+    if not LOCOMO.is_file():
+        pytest.skip("LoCoMo is not on this machine")
+    conversation = json.loads(LOCOMO.read_text())[0]
+    sessions = [
+        [f"{turn['speaker']}: {turn['text']}" for turn in session]
+        for key, session in conversation["conversation"].items()
+        if key.startswith("session_") and isinstance(session, list)
+    ]
+    return sessions, [qa["question"] for qa in conversation["qa"]]
+
+
+@pytest.fixture
+async def engine(tmp_path: Path) -> AsyncIterator[AsyncEngine]:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'agentcore.db'}"
+    migrate(url)
+    engine = create_engine(url)
+    yield engine
+    await engine.dispose()
+
+
+async def _load(engine: AsyncEngine) -> list[str]:
+    sessions, questions = _conversation()
+    memories: list[Memory] = []
+    for number, session in enumerate(sessions):
+        scope = ScopeIds(user_id="alice", session_id=f"s{number}")
+        memories += turns(*session, scope=scope, start=len(memories))
+    await add_all(SqlUnitOfWorkFactory(engine), memories)
+    return questions
+
+
+async def _warm(index: SqlLexicalIndex) -> None:
+    for _ in range(600):
+        if not index.warming():
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"still warming: {index.warming()}")
+
+
+async def _top(index: SqlLexicalIndex, question: str, limit: int = 10) -> list[str]:
+    hits = await index.search(question, VectorFilter([ALICE], alive_at=NOW), limit)
+    return [hit.id for hit in hits]
+
+
+async def test_a_large_scope_is_searched_from_its_stored_index_as_fts5_ranks_it(
+    engine: AsyncEngine,
+) -> None:
+    questions = await _load(engine)
+    fts5 = SqlLexicalIndex(engine, max_documents=0, stored_documents=0)
+    stored = SqlLexicalIndex(engine, stored_documents=LOWERED)
+    try:
+        (warming,) = stored.warming()  # started by the first call
+        assert warming.startswith("the lexical index of user:alice (")
+        assert warming.endswith(" documents) is being built")
+        await _warm(stored)
+        lexicon = stored._lexicon
+        assert lexicon is not None
+        assert lexicon.stored(ALICE)
+        recalls, firsts = [], []
+        for question in questions:
+            exact = await _top(fts5, question)
+            got = await _top(stored, question)
+            if exact:
+                recalls.append(len(set(got) & set(exact)) / len(exact))
+                firsts.append(got[0] == exact[0])
+        assert sum(recalls) / len(recalls) >= 0.95
+        assert sum(firsts) / len(firsts) >= 0.95
+    finally:
+        await fts5.close()
+        await stored.close()
+
+
+async def test_writes_are_seen_at_once_and_a_restart_opens_the_index_without_a_build(
+    engine: AsyncEngine, tmp_path: Path
+) -> None:
+    await _load(engine)
+    index = SqlLexicalIndex(engine, stored_documents=LOWERED)
+    await _warm(index)
+    new_session = ScopeIds(user_id="alice", session_id="new")
+    (added,) = turns("The zeppelin lands at dawn.", scope=new_session, start=10_000)
+    await add_all(SqlUnitOfWorkFactory(engine), [added])
+    assert await _top(index, "zeppelin") == [added.id]
+    before = await _top(index, "What did Caroline research?")
+    await index.close()
+
+    builds = sorted(p.name for p in (tmp_path / "agentcore.db.lexical").iterdir())
+    restarted = SqlLexicalIndex(engine, stored_documents=LOWERED)
+    try:
+        await _warm(restarted)
+        assert sorted(p.name for p in (tmp_path / "agentcore.db.lexical").iterdir()) == builds
+        assert await _top(restarted, "zeppelin") == [added.id]  # a change since the build
+        assert await _top(restarted, "What did Caroline research?") == before
+        async with SqlUnitOfWorkFactory(engine)() as uow:
+            await uow.memories.delete([added.id])
+            await uow.commit()
+        assert await _top(restarted, "zeppelin") == []
+    finally:
+        await restarted.close()
