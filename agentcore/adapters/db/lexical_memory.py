@@ -158,9 +158,10 @@ class MemoryLexicon:
 
     @property
     def documents(self) -> int:
-        """The documents searched here (in memory or memory-mapped), of every scope."""
-        with self._lock:
-            return sum(len(scope) for scope in self._scopes.values())
+        """The documents searched here (in memory or memory-mapped), of every scope. Read
+        without the lock (health asks on the event loop; a scope may be loading): the list
+        of scopes is copied in one step."""
+        return sum(len(scope) for scope in list(self._scopes.values()))
 
     def held(self, scope_key: str) -> bool:
         """Whether the scope of ``scope_key`` is taken up."""

@@ -1,13 +1,15 @@
 """Searching the lexical index (``agentcore.adapters.db.lexical`` keeps its documents): BM25
 over the caller's scopes, and the query-term coverage of candidate documents.
 
-SQLite: the scopes searched are held in memory and scored there (``lexical_memory``); a scope
-that is loading, or too large to hold, or a search filtered on the memory's fields (``where``:
-stage, tags, metadata, times...), goes to FTS5, which ranks with its own bm25() (document
-frequencies over the whole table). The FTS5 statement of the usual filter shapes is built once
-and reused with new parameters, and each call's statements run whole on a worker thread
-(``ThreadedReader``). PostgreSQL: the query computes BM25 from the postings, with frequencies
-over the caller's scopes (``lexical_pg``).
+SQLite: the scopes searched are scored outside FTS5 (``lexical_memory``: held in memory, or a
+large scope from its stored index); a search filtered on the memory's fields (``where``:
+stage, tags, metadata, times...) takes the best 16 × its limit there and keeps those the rows
+pass. A scope not taken up yet (loading, its first build under way), or a filtered search
+whose prefetch held too few that pass, goes to FTS5, which ranks with its own bm25()
+(document frequencies over the whole table). The FTS5 statement of the usual filter shapes
+is built once and reused with new parameters, and each call's statements run whole on a
+worker thread (``ThreadedReader``). PostgreSQL: the query computes BM25 from the postings,
+with frequencies over the caller's scopes (``lexical_pg``).
 """
 
 from __future__ import annotations

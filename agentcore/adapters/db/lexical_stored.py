@@ -249,11 +249,13 @@ class StoredIndexes:
 
     def forget_older(self, keep: Postings) -> None:
         """Remove the builds of ``keep``'s scope older than ``keep`` (a mapped file stays
-        readable until unmapped)."""
+        readable until unmapped), and what a killed builder of it left. Called once a build
+        is taken up: no builder of the scope runs."""
         token = scope_token(keep.scope_key)
         for entry in self._root.iterdir():
             match = _BUILD.fullmatch(entry.name)
-            if match and match[1] == token and int(match[2]) < keep.seq:
+            older = match is not None and match[1] == token and int(match[2]) < keep.seq
+            if older or (entry.name.startswith(f"{token}-") and ".partial-" in entry.name):
                 shutil.rmtree(entry, ignore_errors=True)
 
     def close(self) -> None:
