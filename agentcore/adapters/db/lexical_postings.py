@@ -6,8 +6,9 @@ One directory per build, written once and never changed (numpy ``.npy`` files, t
 
 - the stems, as 64-bit hashes (``stem_hash``), sorted (T); stem i's postings are
   ``slots[term_starts[i]:term_starts[i + 1]]`` (document slots, ascending) with the stem's
-  weighted frequency in each (``tfs``); per stem its largest frequency and the shortest
-  document holding it, which bound what it can add to a score (MaxScore);
+  weighted frequency in each (``tfs``); per stem the most it adds to a document's score per
+  unit of idf (``max_impact``, with the build's mean length), which bounds what it can add to a
+  score (MaxScore: ``impact_bound``);
 - per document (a slot): its stems (``doc_terms``/``doc_tfs`` from ``doc_starts``), its
   length in words, layer code and expiry, and its memory id (``ids``; ``sorted_ids`` and
   ``sorted_slots`` find a slot by id).
@@ -32,6 +33,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from agentcore.adapters.db.lexical_coverage import K1, length_norm
+
 FORMAT = 1
 META = "meta.json"
 Document = tuple[str, int, float, dict[str, float], int]
@@ -49,8 +52,7 @@ class Postings:
 
     terms: npt.NDArray[np.uint64]
     term_starts: npt.NDArray[np.int64]
-    max_tf: npt.NDArray[np.float32]
-    min_length: npt.NDArray[np.float32]
+    max_impact: npt.NDArray[np.float32]
     slots: npt.NDArray[np.int32]
     tfs: npt.NDArray[np.float32]
     doc_starts: npt.NDArray[np.int64]
@@ -124,8 +126,11 @@ class Postings:
         meta = json.loads((directory / META).read_text())
         if meta.get("format") != FORMAT:
             raise ValueError(f"{directory}: not a lexical index of format {FORMAT}")
+        # Plain arrays over the mapped files: numpy's memmap subclass costs microseconds in
+        # Python on every slice, and a search slices each query stem's postings.
         arrays: dict[str, Any] = {
-            name: np.load(directory / f"{name}.npy", mmap_mode="r") for name in _ARRAYS
+            name: np.load(directory / f"{name}.npy", mmap_mode="r").view(np.ndarray)
+            for name in _ARRAYS
         }
         scalars = {k: meta[k] for k in ("scope_key", "seq", "total_length")}
         return cls(**arrays, **scalars)
@@ -167,13 +172,12 @@ class Postings:
         id_order = np.argsort(id_array, kind="stable").astype(np.int32)
         doc_starts = np.zeros(len(per_doc) + 1, np.int64)
         np.cumsum(per_doc, out=doc_starts[1:])
+        total_length = float(lengths_array.sum(dtype=np.float64))
+        average = max(total_length / len(per_doc), 1.0) if len(per_doc) else 1.0
         return cls(
             terms=hashes[order],
             term_starts=term_starts,
-            max_tf=np.maximum.reduceat(posting_tfs, starts) if len(starts) else tfs[:0],
-            min_length=(
-                np.minimum.reduceat(lengths_array[slots], starts) if len(starts) else tfs[:0]
-            ),
+            max_impact=_max_impacts(posting_tfs, lengths_array[slots], starts, average),
             slots=slots,
             tfs=posting_tfs,
             doc_starts=doc_starts,
@@ -187,11 +191,37 @@ class Postings:
             sorted_slots=id_order,
             scope_key=scope_key,
             seq=seq,
-            total_length=float(lengths_array.sum(dtype=np.float64)),
+            total_length=total_length,
         )
+
+    @property
+    def average_length(self) -> float:
+        return max(self.total_length / self.documents, 1.0) if self.documents else 1.0
+
+    def impact_bound(self, term: int, average_length: float) -> float:
+        """The most ``term`` adds to a score per unit of idf, the documents' lengths weighed
+        against ``average_length``: its ``max_impact`` (against the build's mean length)
+        times ``average_length`` / that mean when larger. (The length part of BM25's norm
+        scales by the ratio of the means; the rest of the norm does not move.)"""
+        return float(self.max_impact[term]) * max(1.0, average_length / self.average_length)
 
     def _arrays(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in _ARRAYS}
+
+
+def _max_impacts(
+    tfs: npt.NDArray[np.float32],
+    lengths: npt.NDArray[np.float32],
+    starts: npt.NDArray[np.int64],
+    average: float,
+) -> npt.NDArray[np.float32]:
+    """Per stem (its postings from ``starts``, ``lengths`` their documents'), the largest
+    tf·(k1+1)/(tf+norm) over them, a hair above (float32)."""
+    if not len(starts):
+        return tfs[:0]
+    tf = tfs.astype(np.float64)
+    impacts = tf * (K1 + 1) / (tf + length_norm(lengths.astype(np.float64), average))
+    return np.maximum.reduceat(impacts, starts).astype(np.float32) * np.float32(1 + 1e-6)
 
 
 _ARRAYS = tuple(

@@ -4,12 +4,9 @@
 ``StoredScope`` answers for a scope as ``ScopeDocuments`` does. A document written, rewritten
 or deleted after the build is masked in the stored arrays and, unless deleted, held in memory
 (``delta``): a search sees every change at once, and the scope's statistics (documents,
-lengths, each stem's documents) stay exact. Its best documents are found with MaxScore
-(``_max_score``): stems in order of what they can add to a score at most; the documents of
-the first are scored in full (every query stem, looked up in its sorted postings), then of the
-next, until what the stems left could add together no longer reaches the ``limit``-th score
-found. A document holding only those stems cannot enter the best ``limit``, so the result is
-exact BM25, and the frequent stems' long postings are rarely walked.
+lengths, each stem's documents) stay exact. Its best stored documents are found by MaxScore
+(``lexical_maxscore``: exact BM25 without walking the frequent stems' long postings), the
+changed ones as ``ScopeDocuments`` finds them.
 
 ``StoredIndexes`` keeps the builds of a database's scopes in one directory beside the SQLite
 file (``<name>-<seq>``, seq: the last change of the log the build includes) and starts a build
@@ -33,13 +30,12 @@ import numpy as np
 import numpy.typing as npt
 
 from agentcore.adapters.db.lexical import scope_token
-from agentcore.adapters.db.lexical_coverage import K1, length_norm
+from agentcore.adapters.db.lexical_maxscore import MaxScore, Slots
 from agentcore.adapters.db.lexical_postings import META, Postings
 from agentcore.adapters.db.lexical_scope import Hit, Query, ScopeDocuments, layer_codes
 
 log = logging.getLogger(__name__)
 
-Slots = npt.NDArray[np.int32]
 _BUILD = re.compile(r"(k\d+)-(\d+)")
 _RETRY_SECONDS = 600.0  # a failed build is tried again after this
 
@@ -49,6 +45,7 @@ class StoredScope:
 
     def __init__(self, base: Postings) -> None:
         self.base = base
+        self._search = MaxScore(base)
         self.delta = ScopeDocuments()
         self._masked = np.zeros(base.documents, dtype=bool)
         self._gone_holding: dict[int, int] = {}  # stem index -> masked documents holding it
@@ -64,7 +61,8 @@ class StoredScope:
 
     @property
     def changed(self) -> int:
-        """Documents written or deleted since the build."""
+        """Stored documents masked plus documents held in memory: what the changes since
+        the build cost (a rewritten document counts twice)."""
         return self._gone + len(self.delta)
 
     def holding(self, stem: str) -> int:
@@ -123,7 +121,7 @@ class StoredScope:
                 kept &= np.isin(slots, allowed)
             return kept
 
-        for score, slot in _max_score(base, query, limit, keep):
+        for score, slot in self._search.best(query, limit, keep):
             hits.append((score, base.memory_id(slot)))
         return sorted(hits, key=lambda hit: (-hit[0], hit[1]))[:limit]
 
@@ -136,60 +134,6 @@ class StoredScope:
         self._gone_length += float(self.base.lengths[slot])
         for term in self.base.document(slot)[0].tolist():
             self._gone_holding[term] = self._gone_holding.get(term, 0) + 1
-
-
-def _max_score(
-    base: Postings, query: Query, limit: int, keep: Callable[[Slots], npt.NDArray[np.bool_]]
-) -> list[tuple[float, int]]:
-    """The best ``limit`` (BM25 > 0, slot) of ``base``'s documents that ``keep`` keeps, by
-    MaxScore (module docstring)."""
-    terms = [(t, w) for stem, w in query.bm25_idf.items() if (t := base.term(stem)) >= 0]
-    if not terms or limit <= 0:
-        return []
-    average = query.average_length
-    bounds = [
-        w
-        * (K1 + 1)
-        * float(base.max_tf[t])
-        / (base.max_tf[t] + length_norm(base.min_length[t], average))
-        for t, w in terms
-    ]
-    rest = sum(bounds)
-    seen = np.zeros(base.documents, dtype=bool)
-    best_slots = np.zeros(0, dtype=np.int32)
-    best_scores = np.zeros(0)
-    threshold = 0.0
-    for i in sorted(range(len(terms)), key=lambda i: -bounds[i]):
-        rest -= bounds[i]
-        slots = base.postings(terms[i][0])[0]
-        new = slots[~seen[slots]]
-        seen[new] = True
-        new = new[keep(new)]
-        if len(new):
-            best_slots = np.concatenate([best_slots, new])
-            best_scores = np.concatenate([best_scores, _scores(base, terms, new, average)])
-            if len(best_scores) > limit:
-                top = np.argpartition(-best_scores, limit - 1)[:limit]
-                best_slots, best_scores = best_slots[top], best_scores[top]
-            if len(best_scores) == limit:
-                threshold = float(best_scores.min())
-        if len(best_scores) == limit and rest < threshold:
-            break  # no document holding only the stems left can enter the best ``limit``
-    return [(float(s), int(slot)) for s, slot in zip(best_scores, best_slots, strict=True)]
-
-
-def _scores(
-    base: Postings, terms: Sequence[tuple[int, float]], slots: Slots, average: float
-) -> npt.NDArray[np.float64]:
-    """The full BM25 of the documents in ``slots``: each query stem found in its postings."""
-    norm = length_norm(base.lengths[slots].astype(np.float64), average)
-    total = np.zeros(len(slots))
-    for term, weight in terms:
-        held, tfs = base.postings(term)
-        at = np.minimum(np.searchsorted(held, slots), len(held) - 1)
-        tf = np.where(held[at] == slots, tfs[at], 0.0).astype(np.float64)
-        total += weight * tf * (K1 + 1) / (tf + norm)
-    return total
 
 
 class StoredIndexes:
