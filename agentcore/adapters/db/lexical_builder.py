@@ -55,8 +55,9 @@ def build(database: Path, scope_key: str, prefix: Path) -> Path:
 
 def _documents(db: sqlite3.Connection, scope_key: str) -> Iterator[Document]:
     stems = FtsStems()
+    read: dict[str, tuple[list[str], int]] = {}
     for memory_id, layer, expires_at, *fields in db.execute(SCOPE_DOCUMENTS, (scope_key,)):
-        frequencies, length = document_stems(stems, fields)
+        frequencies, length = document_stems(stems, fields, read)
         yield str(memory_id), LAYERS.get(str(layer), -1), epoch(expires_at), frequencies, length
 
 

@@ -345,10 +345,11 @@ class MemoryLexicon:
 
     def _refresh(self, conn: Connection, changed: dict[str, str]) -> None:
         """Read the documents of ``changed`` (memory id -> its loaded scope's key) again."""
+        read: dict[str, tuple[list[str], int]] = {}
         for part in chunks(list(changed)):
             found = set()
             for row in conn.execute(_SOME_DOCS, {"ids": part}):
-                self._put(self._scopes[changed[str(row[0])]], row)
+                self._put(self._scopes[changed[str(row[0])]], row, read)
                 found.add(str(row[0]))
             for memory_id in part:
                 if memory_id not in found:  # deleted
@@ -356,8 +357,9 @@ class MemoryLexicon:
 
     def _read_scope(self, conn: Connection, key: str) -> ScopeDocuments:
         scope = ScopeDocuments()
+        read: dict[str, tuple[list[str], int]] = {}
         for row in conn.execute(_SCOPE_DOCS, {"key": key}):
-            self._put(scope, row)
+            self._put(scope, row, read)
         return scope
 
     def _hold(self, key: str, scope: LexicalScope) -> LexicalScope:
@@ -369,9 +371,9 @@ class MemoryLexicon:
         self._scopes[key] = scope
         return scope
 
-    def _put(self, scope: LexicalScope, row: Any) -> None:
+    def _put(self, scope: LexicalScope, row: Any, read: dict[str, tuple[list[str], int]]) -> None:
         memory_id, layer, expires_at, *fields = row
-        stems, length = document_stems(self._stems, fields)
+        stems, length = document_stems(self._stems, fields, read)
         scope.put(str(memory_id), str(layer), epoch(expires_at), stems, length)
 
 

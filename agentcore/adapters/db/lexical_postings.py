@@ -35,7 +35,7 @@ import numpy.typing as npt
 
 from agentcore.adapters.db.lexical_coverage import K1, length_norm
 
-FORMAT = 1
+FORMAT = 2  # 2: per stem its largest impact (1: its largest frequency and shortest document)
 META = "meta.json"
 Document = tuple[str, int, float, dict[str, float], int]
 """(memory id, layer code, expiry in epoch seconds, weighted stem frequencies, length)."""

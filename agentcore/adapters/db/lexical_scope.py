@@ -236,19 +236,34 @@ def layer_codes(layers: Sequence[str]) -> list[int]:
     return [LAYERS.get(layer, -2) for layer in layers]
 
 
-def document_stems(stems: FtsStems, fields: Sequence[str | None]) -> tuple[dict[str, float], int]:
+def document_stems(
+    stems: FtsStems,
+    fields: Sequence[str | None],
+    read: dict[str, tuple[list[str], int]] | None = None,
+) -> tuple[dict[str, float], int]:
     """A document's weighted stem frequencies (``fields`` in ``FIELD_WEIGHTS`` order) and its
-    length in words (stop words counted, not kept)."""
+    length in words (stop words counted, not kept). ``read``: each field text's stems and
+    length, kept by the caller (a neighbour's text is also two other documents' context)."""
     frequency: dict[str, float] = {}
     length = 0
     for weight, field in zip(FIELD_WEIGHTS, fields, strict=True):
         if not field:
             continue
-        words = WORD.findall(field.lower())
-        length += len(words)
-        for stem in stems([word for word in words if word not in STOP_WORDS]):
+        found = None if read is None else read.get(field)
+        if found is None:
+            words = WORD.findall(field.lower())
+            found = (stems([word for word in words if word not in STOP_WORDS]), len(words))
+            if read is not None:
+                if len(read) >= _READ_KEPT:
+                    read.clear()
+                read[field] = found
+        length += found[1]
+        for stem in found[0]:
             frequency[stem] = frequency.get(stem, 0.0) + weight
     return frequency, length
+
+
+_READ_KEPT = 4_096  # field texts a ``read`` keeps
 
 
 def epoch(value: str | None) -> float:
