@@ -1,6 +1,7 @@
 """A scope over ``LEXICAL_STORED_DOCUMENTS`` (lowered here) on the service's SQLite + FTS5: it
 is searched from its stored index once built, with the top results FTS5 gives, sees every
-write at once, and is searched the same after a restart without a build."""
+write at once, and is searched the same after a restart without a build; start-up is ready
+once it is served."""
 
 from __future__ import annotations
 
@@ -16,11 +17,15 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from agentcore.adapters.db.engine import create_engine
 from agentcore.adapters.db.lexical_search import SqlLexicalIndex
 from agentcore.adapters.db.uow import SqlUnitOfWorkFactory
+from agentcore.bootstrap import build_container
+from agentcore.config import Settings
 from agentcore.domain.filter_grammar import parse_filter
 from agentcore.domain.filters import Filter
 from agentcore.domain.models import Memory, ScopeIds
 from agentcore.services.ports import VectorFilter
+from agentcore.services.retrieval import SearchQuery
 from tests.conftest import migrate
+from tests.fakes import FakeEmbedder, FakeVectorStore
 from tests.integration.test_lexical_index import NOW, add_all, turns
 
 LOCOMO = Path("/work/shared/data/locomo/locomo10.json")
@@ -132,3 +137,34 @@ async def test_writes_are_seen_at_once_and_a_restart_opens_the_index_without_a_b
         assert await _top(restarted, "zeppelin") == []
     finally:
         await restarted.close()
+
+
+async def test_start_up_is_ready_once_the_large_scopes_lexical_index_is_served(
+    tmp_path: Path,
+) -> None:
+    """The first start after the scope grew waits for its build, named; a restart does not."""
+    config = Settings(agentcore_data_dir=tmp_path, lexical_stored_documents=LOWERED)
+    migrate(config.sqlalchemy_url)
+    engine = create_engine(config.sqlalchemy_url)
+    await _load(engine)
+    await engine.dispose()
+
+    for restart in (False, True):
+        container = await build_container(
+            config, embedder=FakeEmbedder(), vectors=FakeVectorStore()
+        )
+        try:
+            if restart:
+                assert container.startup.done  # opened from disk within the first try
+            else:
+                assert container.startup.waiting_for == ["the lexical index"]
+                for _ in range(600):
+                    if await container.startup.run():
+                        break
+                    await asyncio.sleep(0.1)
+            assert container.startup.done
+            assert container.health.lexical_documents_in_memory > LOWERED
+            query = SearchQuery("What did Caroline research?", ScopeIds(user_id="alice"))
+            assert (await container.memory.search(query)).results
+        finally:
+            await container.aclose()
