@@ -149,8 +149,6 @@ def _impacts(
 ) -> npt.NDArray[np.float32]:
     """BM25's term part, in float32 (half the memory traffic of float64; the bounds carry a
     margin above float32's rounding): weight·tf·(k1+1)/(tf + k1·(1-b+b·length/average))."""
-    scale = np.float32(K1 * B / average)
-    impacts: npt.NDArray[np.float32] = (np.float32(weight * (K1 + 1)) * tf) / (
-        tf + (np.float32(K1 * (1 - B)) + scale * lengths)
-    )
-    return impacts
+    norm = np.float32(K1 * (1 - B)) + np.float32(K1 * B / average) * lengths
+    impacts = (np.float32(weight * (K1 + 1)) * tf) / (tf + norm)
+    return impacts.astype(np.float32, copy=False)

@@ -257,6 +257,8 @@ class MemoryLexicon:
             if base is not None and self._take_up(conn, key, base):
                 return self._scopes[key]
             self._stored.build(key, self._built)
+            if not self._stored.building(key):  # a build failed lately: FTS5 for a while
+                self._too_large[key] = now + _RECHECK_SECONDS
             return None
         if size > self._max_documents:
             self._too_large[key] = now + _RECHECK_SECONDS
