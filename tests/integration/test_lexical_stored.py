@@ -54,11 +54,11 @@ async def engine(tmp_path: Path) -> AsyncIterator[AsyncEngine]:
     await engine.dispose()
 
 
-async def _load(engine: AsyncEngine) -> list[str]:
+async def _load(engine: AsyncEngine, user: str = "alice") -> list[str]:
     sessions, questions = _conversation()
     memories: list[Memory] = []
     for number, session in enumerate(sessions):
-        scope = ScopeIds(user_id="alice", session_id=f"s{number}")
+        scope = ScopeIds(user_id=user, session_id=f"s{number}")
         memories += turns(*session, scope=scope, start=len(memories))
     # Ten tags, and a rare one: a search filtered on it finds too few in the prefetch.
     memories = [
@@ -168,3 +168,30 @@ async def test_start_up_is_ready_once_the_large_scopes_lexical_index_is_served(
             assert (await container.memory.search(query)).results
         finally:
             await container.aclose()
+
+
+async def test_large_scopes_are_built_one_at_a_time(engine: AsyncEngine) -> None:
+    await _load(engine)
+    await _load(engine, "bob")
+    index = SqlLexicalIndex(engine, stored_documents=LOWERED)
+    try:
+        waiting = index.warming()
+        assert [line.split(" (")[0] for line in waiting] == [
+            "the lexical index of user:alice",
+            "the lexical index of user:bob",
+        ]
+        lexicon = index._lexicon
+        assert lexicon is not None
+        stored = lexicon._stored
+        assert stored is not None
+        running = []
+        for _ in range(600):
+            running.append(len(stored._builds))
+            if not index.warming():
+                break
+            await asyncio.sleep(0.05)
+        assert max(running) == 1
+        assert lexicon.stored("user:alice")
+        assert lexicon.stored("user:bob")
+    finally:
+        await index.close()

@@ -142,7 +142,9 @@ class StoredIndexes:
     def __init__(self, root: Path, database: Path) -> None:
         self._root = root
         self._database = database
-        self._builds: dict[str, subprocess.Popen[bytes]] = {}
+        self._builds: dict[str, subprocess.Popen[bytes]] = {}  # running (one at a time)
+        self._queued: dict[str, Callable[[str, bool], None]] = {}  # waiting, in order
+        self._closed = False
         self._failed: dict[str, float] = {}  # scope key -> when a build may be tried again
         self._lock = threading.Lock()
 
@@ -166,30 +168,44 @@ class StoredIndexes:
         return None
 
     def building(self, scope_key: str) -> bool:
+        """Whether a build of ``scope_key`` runs or waits for its turn."""
         with self._lock:
-            return scope_key in self._builds
+            return scope_key in self._builds or scope_key in self._queued
 
     def build(self, scope_key: str, done: Callable[[str, bool], None]) -> None:
-        """Start a build of ``scope_key`` in a process of its own, unless one runs; ``done``
-        (key, whether it succeeded) is called on a thread once it ends."""
+        """Build ``scope_key`` in a process of its own, unless one runs or waits; ``done``
+        (key, whether it succeeded) is called on a thread once it ends. One build runs at a
+        time (each takes a core and, at a million documents, ~0.8 GiB); the others wait in
+        order."""
         with self._lock:
-            if scope_key in self._builds or self._failed.get(scope_key, 0.0) > time.monotonic():
+            if scope_key in self._builds or scope_key in self._queued or self._closed:
                 return
-            self._root.mkdir(parents=True, exist_ok=True)
-            process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "agentcore.adapters.db.lexical_builder",
-                    str(self._database),
-                    scope_key,
-                    str(self._root / scope_token(scope_key)),
-                    f"--parent={os.getpid()}",
-                ],
-                stdin=subprocess.DEVNULL,
-            )
-            self._builds[scope_key] = process
-        threading.Thread(target=self._wait, args=(scope_key, process, done), daemon=True).start()
+            if self._failed.get(scope_key, 0.0) > time.monotonic():
+                return
+            self._queued[scope_key] = done
+            self._start_next()
+
+    def _start_next(self) -> None:
+        """Start the first waiting build if none runs (the caller holds the lock)."""
+        if self._builds or not self._queued or self._closed:
+            return
+        key = next(iter(self._queued))
+        done = self._queued.pop(key)
+        self._root.mkdir(parents=True, exist_ok=True)
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "agentcore.adapters.db.lexical_builder",
+                str(self._database),
+                key,
+                str(self._root / scope_token(key)),
+                f"--parent={os.getpid()}",
+            ],
+            stdin=subprocess.DEVNULL,
+        )
+        self._builds[key] = process
+        threading.Thread(target=self._wait, args=(key, process, done), daemon=True).start()
 
     def forget_older(self, keep: Postings) -> None:
         """Remove the builds of ``keep``'s scope older than ``keep`` (a mapped file stays
@@ -204,6 +220,8 @@ class StoredIndexes:
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
+            self._queued.clear()
             builds = list(self._builds.values())
         for process in builds:
             process.terminate()
@@ -217,6 +235,7 @@ class StoredIndexes:
             self._builds.pop(key, None)
             if code != 0:
                 self._failed[key] = time.monotonic() + _RETRY_SECONDS
+            self._start_next()
         if code != 0:
             log.warning("the lexical index build of a scope failed (exit %s)", code)
         done(key, code == 0)
