@@ -90,7 +90,7 @@ class MaxScore:
 
 
 _TOP = 2  # documents whose full score is found after each stem, per result wanted
-_DENSE = 8  # a stem left with fewer postings than this many per candidate is added to all
+_DENSE = 1  # a stem left with fewer postings than candidates (times this) is added to all
 
 
 def _best_partial(scores: npt.NDArray[np.float64], top: Slots, slots: Slots, size: int) -> Slots:
