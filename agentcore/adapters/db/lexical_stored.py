@@ -51,6 +51,8 @@ class StoredScope:
         self._gone_holding: dict[int, int] = {}  # stem index -> masked documents holding it
         self._gone = 0
         self._gone_length = 0.0
+        self._last_query: Query | None = None  # ``_terms_of``
+        self._last_terms: dict[str, int] = {}
 
     def __len__(self) -> int:
         return self.base.documents - self._gone + len(self.delta)
@@ -90,11 +92,20 @@ class StoredScope:
         terms, tfs = self.base.document(slot)
         held = dict(zip(terms.tolist(), tfs.tolist(), strict=True))
         frequencies = {}
-        for stem in query.coverage_idf:
-            tf = held.get(self.base.term(stem))
+        for stem, term in self._terms_of(query).items():
+            tf = held.get(term)
             if tf is not None:
                 frequencies[stem] = tf
         return query.score(frequencies, float(self.base.lengths[slot]))
+
+    def _terms_of(self, query: Query) -> dict[str, int]:
+        """The stored stems of ``query`` (stem -> index), found once per query: a lookup
+        scores some 60 documents with the same query."""
+        if self._last_query is not query:
+            found = ((stem, self.base.term(stem)) for stem in query.coverage_idf)
+            self._last_terms = {stem: term for stem, term in found if term >= 0}
+            self._last_query = query
+        return self._last_terms
 
     def best(
         self,
