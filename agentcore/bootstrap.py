@@ -247,6 +247,10 @@ async def _build(
     schema = SchemaCheck(
         engine, settings.sqlalchemy_url, migrate=settings.agentcore_migrate_on_start
     )
+    lexical = SqlLexicalIndex(
+        engine, settings.lexical_memory_documents, settings.lexical_stored_documents
+    )
+    closers.append(lexical.close)
     startup = StartupChecks(
         [
             Check("the database schema", DATABASE, schema, guards_calls=True),
@@ -258,14 +262,14 @@ async def _build(
             ),
             Check("the vector collection", VECTOR_STORE, collection),
         ]
+        # SQLite: the large scopes' stored lexical indexes open (or are built) at start-up.
+        + ([Check("the lexical index", DATABASE, lexical.warm)] if lexical.stores else [])
     )
     if not await startup.run():
         log.warning("starting degraded, waiting for: %s", ", ".join(startup.waiting_for))
 
     sync = VectorSync(uow_factory, vectors, embedder, clock)
     access = AccessRecorder(uow_factory)
-    lexical = SqlLexicalIndex(engine, settings.lexical_memory_documents)
-    closers.append(lexical.close)
     error_signals = ErrorSignals(uow_factory, enabled=settings.error_tracking_enabled)
     retrieval = EnhancedRetrieval(
         uow_factory,

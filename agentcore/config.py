@@ -111,6 +111,9 @@ class Settings(BaseSettings):
     memory_max_batch_size: int = Field(100, ge=1, le=10_000)
     # SQLite: lexical documents held in memory for search (larger scopes are searched by FTS5).
     lexical_memory_documents: int = Field(200_000, ge=0)
+    # SQLite: a scope of more documents is searched from a lexical index stored beside the
+    # database file (memory-mapped, built by a process of its own); 0: never.
+    lexical_stored_documents: int = Field(20_000, ge=0)
     # Embedded vector store: threads one search may use (the engine's default, one per core,
     # only made its threads compete with the query's embedding and lexical search).
     vector_search_threads: int = Field(1, ge=1)

@@ -40,6 +40,7 @@ import json
 import os
 import platform
 import random
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -60,13 +61,25 @@ from rpc_client import RpcConnection
 from service_latency import corpus, percentiles
 from serving import embedded_env, free_port, serve
 
+from agentcore.adapters.db.engine import create_engine
+from agentcore.adapters.db.lexical import (
+    BODY,
+    FTS_DOCS,
+    FTS_TABLE,
+    META,
+    NEIGHBOUR,
+    query_terms,
+    scope_token,
+)
+from agentcore.adapters.db.lexical_coverage import SEARCHED
+from agentcore.adapters.db.lexical_search import SqlLexicalIndex
 from agentcore.adapters.vectors.edge import EdgeVectorStore
 from agentcore.adapters.vectors.edge_shard import SEARCH_PARAMS
 from agentcore.bootstrap import build_container, build_embedder
 from agentcore.config import Settings
 from agentcore.domain.models import ScopeIds, ScopeLevel, scope_key
 from agentcore.domain.records import NewMemory
-from agentcore.services.ports import Embedder, Vectors
+from agentcore.services.ports import Embedder, VectorFilter, Vectors
 
 USER = "scale-user"
 BATCH = 100
@@ -80,6 +93,7 @@ class SyntheticEmbedder:
 
     def __init__(self, base: dict[str, Vectors], real: Embedder) -> None:
         self._base = base
+        self._real = real  # texts that are no LoCoMo turn (the service's own references)
         self._model_name = real.model_name
         self._dimension = real.dimension
         self._background = real.background_similarity
@@ -102,7 +116,11 @@ class SyntheticEmbedder:
         return self._background
 
     async def embed(self, texts: Sequence[str]) -> Vectors:
-        rows = np.stack([self._base[text.rsplit(" (#", 1)[0]] for text in texts])
+        turns = [text.rsplit(" (#", 1)[0] for text in texts]
+        unknown = [turn for turn in dict.fromkeys(turns) if turn not in self._base]
+        if unknown:
+            self._base.update(zip(unknown, await self._real.embed(unknown), strict=True))
+        rows = np.stack([self._base[turn] for turn in turns])
         rows = rows + self._rng.normal(0, NOISE, rows.shape).astype(np.float32)
         normalized: Vectors = rows / np.linalg.norm(rows, axis=1, keepdims=True)
         return normalized
@@ -248,6 +266,76 @@ def vector_recall(data_dir: str, queries: list[list[float]]) -> dict[str, Any]:
     return report
 
 
+async def lexical_agreement(settings: Settings, questions: list[str], count: int) -> dict[str, Any]:
+    """The service's lexical search (``SqlLexicalIndex``, in this process, on the stopped
+    server's database) against exact BM25: FTS5's bm25() over every query term, ranked in
+    full. Agreement@k: the share of the engine's k that are in the exact top k, a hit tied
+    with the exact k-th score counting as in it (copies of one turn score alike). Also the
+    engine's latency per search (its first search opens or loads the scope: not counted)."""
+    engine = create_engine(settings.sqlalchemy_url)
+    stored = stored_documents(settings)  # a release before it: the in-memory index only
+    index = SqlLexicalIndex(
+        engine, settings.lexical_memory_documents, *([stored] if stored else [])
+    )
+    warming = getattr(index, "warming", list)
+    key = scope_key(ScopeLevel.USER, USER)
+    flt = VectorFilter([key], alive_at=time.time())
+    db = sqlite3.connect(f"file:{settings.agentcore_data_dir / 'agentcore.db'}?mode=ro", uri=True)
+    weights = ", ".join(str(w) for w in (0.0, BODY, NEIGHBOUR, NEIGHBOUR, META))
+    exact_sql = (
+        f"SELECT d.memory_id, -f.rank FROM {FTS_TABLE} AS f "
+        f"JOIN {FTS_DOCS} AS d ON d.doc_id = f.rowid WHERE {FTS_TABLE} MATCH ? "
+        f"AND f.rank MATCH 'bm25({weights})' ORDER BY f.rank LIMIT ?"
+    )
+    rng = random.Random(11)
+    asked = [rng.choice(questions) for _ in range(count)]
+    agreement: dict[int, list[float]] = {10: [], 30: []}
+    timings: list[float] = []
+    try:
+        await index.search(asked[0], flt, 30)
+        for _ in range(600):  # a scope that loads aside (or builds) answers from FTS5 first
+            if not warming() and index.documents_in_memory:
+                break
+            await asyncio.sleep(0.5)
+            await index.search(asked[0], flt, 30)
+        for question in asked:
+            started = time.perf_counter()
+            hits = await index.search(question, flt, 30)
+            timings.append((time.perf_counter() - started) * 1000)
+            terms = query_terms(question)
+            if not terms:
+                continue
+            match = (
+                f'scope : "{scope_token(key)}" AND {{{SEARCHED}}} : ('
+                + " OR ".join(f'"{term}"' for term in terms)
+                + ")"
+            )
+            exact = db.execute(exact_sql, (match, 2_000)).fetchall()
+            scores = {str(memory_id): float(score) for memory_id, score in exact}
+            for k, shares in agreement.items():
+                if len(exact) == 0:
+                    continue
+                kth = exact[min(k, len(exact)) - 1][1]
+                got = [hit.id for hit in hits[:k]]
+                inside = [i for i in got if scores.get(i, -1.0) >= kth * (1 - 1e-6)]
+                shares.append(len(inside) / min(k, len(exact)))
+    finally:
+        db.close()
+        await index.close()
+        await engine.dispose()
+    return {
+        "documents_searched_outside_fts5": index.documents_in_memory,
+        "search": percentiles(timings, []),
+        **{f"agreement_at_{k}": round(float(np.mean(v)), 4) for k, v in agreement.items()},
+        "questions_with_terms": len(agreement[10]),
+    }
+
+
+def stored_documents(settings: Settings) -> int:
+    """``LEXICAL_STORED_DOCUMENTS`` (0 with a release before it)."""
+    return int(getattr(settings, "lexical_stored_documents", 0))
+
+
 async def measure(port: int, turns: list[str], questions: list[str], args: Any) -> dict[str, Any]:
     conn = RpcConnection("127.0.0.1", port)
     rng = random.Random(9)
@@ -361,6 +449,7 @@ def main() -> None:
                 server.terminate()
                 server.wait(timeout=60)
             if args.mode == "embedded":
+                report["lexical"] = uvloop.run(lexical_agreement(settings, questions, args.queries))
                 queries = uvloop.run(embed_questions(questions, args.queries))
                 report["engine"] = vector_recall(data_dir, queries)
         finally:

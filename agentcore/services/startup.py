@@ -58,7 +58,8 @@ class StartupChecks:
                 await check.run()
             except AgentCoreError as exc:
                 if exc.retryable:
-                    log.warning("start-up: %s waits: %s", check.name, exc.message)
+                    if self._waiting is None or self._waiting.message != exc.message:
+                        log.warning("start-up: %s waits: %s", check.name, exc.message)
                     self._waiting = exc
                     return False
                 self.failure = exc

@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from agentcore.adapters.db import lexical, lexical_memory
 from agentcore.adapters.db.engine import create_engine
 from agentcore.adapters.db.lexical import CHANGES
-from agentcore.adapters.db.lexical_memory import ScopeDocuments
+from agentcore.adapters.db.lexical_scope import ScopeDocuments
 from agentcore.adapters.db.lexical_search import SqlLexicalIndex
 from agentcore.adapters.db.uow import SqlUnitOfWorkFactory
 from agentcore.domain.models import ScopeIds

@@ -1,77 +1,70 @@
-"""The lexical index held in memory (SQLite, embedded): BM25F and query-term coverage computed
-over per-scope postings, where FTS5 would rank every matching document of a search and each
-candidate's document would be read and stemmed again.
+"""The lexical index searched outside FTS5 (SQLite, embedded): BM25F and query-term coverage
+computed over per-scope postings, where FTS5 would rank every matching document of a search and
+each candidate's document would be read and stemmed again.
 
 SQLite stays the record: ``LexicalWriter`` writes the documents and, in the same transaction,
 appends the id of every memory whose document changed (written, its neighbours' context
-rewritten, deleted) to ``CHANGES``. A scope is loaded from its documents the first time it is
-searched; before every search the changes after the last one applied are read and the changed
-documents read again, so a search sees every committed write, whoever made it (this process,
-a worker, another process on the same file). Changes are numbered in commit order; when a
-reader has fallen behind what the log keeps, it drops its scopes and loads them again.
+rewritten, deleted) to ``CHANGES``. A scope is taken up the first time it is searched (or at
+start-up, ``warm``); before every search the changes after the last one applied are read and
+the changed documents read again, so a search sees every committed write, whoever made it
+(this process, a worker, another process on the same file). Changes are numbered in commit
+order; when a reader has fallen behind what the log keeps, it drops its scopes and takes them
+up again.
+
+A scope of up to ``stored_documents`` documents is held in memory (``ScopeDocuments``): read
+from SQLite, within the search when small, on a thread of its own otherwise (FTS5 answers
+meanwhile); such scopes are kept up to ``max_documents`` in all, the least recently searched
+dropped first. A larger scope is searched from its stored index (``lexical_stored``: arrays
+on disk beside the database, memory-mapped, built by a process of its own, plus the documents
+changed since the build), so it opens in milliseconds after a restart and its memory is the
+kernel's page cache; until its first build is done FTS5 answers for it (``lexical_search``).
+It is built again once the changes since the last build pass ``_REBUILD_SHARE`` of it (at most
+``_REBUILD_MOST``). Without a directory for the stored indexes (an in-memory database), a scope
+over ``max_documents`` stays on FTS5.
 
 Documents are tokenized as ``lexical_coverage`` reads FTS5's: lower-cased words, stemmed by
 the index's own tokenizer (``FtsStems``); stop words are counted in a document's length and
-not kept. BM25 uses k1 1.2, b 0.75, term frequencies weighted by field (``BODY``,
-``NEIGHBOUR``, ``META``), and document frequencies and lengths over the scopes searched.
-Scopes are kept up to ``max_documents`` in all, the least recently searched dropped first; a
-larger scope is searched by FTS5 (``lexical_search``).
+not kept.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
 from sqlalchemy import String, bindparam, text
 from sqlalchemy.engine import Connection
 
 from agentcore.adapters.db.dialect import chunks
 from agentcore.adapters.db.engine import driver_rows
-from agentcore.adapters.db.lexical import (
-    CHANGES,
-    FTS_DOCS,
-    FTS_TABLE,
-    STOP_WORDS,
-    WORD,
+from agentcore.adapters.db.lexical import CHANGES, FTS_DOCS
+from agentcore.adapters.db.lexical_builder import SCOPE_DOCUMENTS
+from agentcore.adapters.db.lexical_coverage import FtsStems, Matches
+from agentcore.adapters.db.lexical_postings import Postings
+from agentcore.adapters.db.lexical_scope import (
+    Hit,
+    LexicalScope,
+    Query,
+    ScopeDocuments,
+    document_stems,
+    epoch,
 )
-from agentcore.adapters.db.lexical_coverage import (
-    FIELD_WEIGHTS,
-    K1,
-    FtsStems,
-    Matches,
-    bm25_idf,
-    idf,
-    length_norm,
-)
-from agentcore.adapters.db.tables import MemoryRow
-from agentcore.adapters.db.types import sqlite_datetime
-from agentcore.domain.models import Layer
+from agentcore.adapters.db.lexical_stored import StoredIndexes, StoredScope
 
-_LAYERS = {layer.value: code for code, layer in enumerate(Layer)}
 _LOAD_NOW = 2_000  # scopes up to this many documents load within the search (~0.2 s)
 _RECHECK_SECONDS = 60.0  # a scope too large to hold is counted again after this
+_REBUILD_SHARE = 0.05  # a stored scope is built again when this share of it has changed...
+_REBUILD_MOST = 20_000  # ... or this many documents
 
 log = logging.getLogger(__name__)
 
-Floats = npt.NDArray[np.float64]
-_SELECT_DOCS = (
-    "SELECT d.memory_id, d.layer, m.expires_at, "
-    "f.body, f.ctx_before, f.ctx_after, f.meta "
-    f"FROM {FTS_DOCS} AS d JOIN {FTS_TABLE} AS f ON f.rowid = d.doc_id "
-    f"JOIN {MemoryRow.__tablename__} AS m ON m.id = d.memory_id "
-)
-_SCOPE_DOCS = text(_SELECT_DOCS + "WHERE d.scope_key = :key")
-_SOME_DOCS = text(_SELECT_DOCS + "WHERE d.memory_id IN :ids").bindparams(
+_SCOPE_DOCS = text(SCOPE_DOCUMENTS.replace("?", ":key"))
+_SOME_DOCS = text(SCOPE_DOCUMENTS.replace("d.scope_key = ?", "d.memory_id IN :ids")).bindparams(
     bindparam("ids", expanding=True, type_=String())
 )
 # Read before every search (``driver_rows``: SQLAlchemy's handling cost more than the query).
@@ -79,135 +72,13 @@ _CHANGED = f"SELECT seq, memory_id, scope_key FROM {CHANGES} WHERE seq > ? ORDER
 _LAST_CHANGE = text(f"SELECT coalesce(max(seq), 0) FROM {CHANGES}")
 _OLDEST_CHANGE = text(f"SELECT min(seq) FROM {CHANGES}")
 _SCOPE_SIZE = text(f"SELECT count(*) FROM {FTS_DOCS} WHERE scope_key = :key")
-
-
-class ScopeDocuments:
-    """The lexical documents of one scope: per document its stems' weighted frequencies, its
-    length in words, its layer and expiry; per stem the documents holding it."""
-
-    def __init__(self) -> None:
-        self.slots: dict[str, int] = {}  # memory id -> slot
-        self._ids: list[str | None] = []
-        self._forward: list[dict[str, float]] = []
-        self._postings: dict[str, dict[int, float]] = {}
-        self._arrays: dict[str, tuple[npt.NDArray[np.int64], Floats]] = {}
-        self._free: list[int] = []
-        self.lengths: Floats = np.zeros(0)
-        self.layers = np.zeros(0, dtype=np.int8)
-        self.expires: Floats = np.zeros(0)
-        self.total_length = 0.0
-
-    def __len__(self) -> int:
-        return len(self.slots)
-
-    def put(
-        self, memory_id: str, layer: str, expires_at: float, stems: dict[str, float], length: int
-    ) -> None:
-        """Add or replace the document of ``memory_id``."""
-        self.drop(memory_id)
-        slot = self._free.pop() if self._free else self._grow()
-        self.slots[memory_id] = slot
-        self._ids[slot] = memory_id
-        self._forward[slot] = stems
-        self.lengths[slot] = length
-        self.layers[slot] = _LAYERS.get(layer, -1)
-        self.expires[slot] = expires_at
-        self.total_length += length
-        for stem, tf in stems.items():
-            self._postings.setdefault(stem, {})[slot] = tf
-            self._arrays.pop(stem, None)
-
-    def drop(self, memory_id: str) -> None:
-        slot = self.slots.pop(memory_id, None)
-        if slot is None:
-            return
-        for stem in self._forward[slot]:
-            holding = self._postings[stem]
-            del holding[slot]
-            if not holding:
-                del self._postings[stem]
-            self._arrays.pop(stem, None)
-        self.total_length -= self.lengths[slot]
-        self._ids[slot] = None
-        self._forward[slot] = {}
-        self.lengths[slot] = 0.0
-        self._free.append(slot)
-
-    def holding(self, stem: str) -> int:
-        """How many documents hold ``stem``."""
-        return len(self._postings.get(stem, ()))
-
-    def postings(self, stem: str) -> tuple[npt.NDArray[np.int64], Floats]:
-        """The slots of the documents holding ``stem`` and its weighted frequency in each."""
-        arrays = self._arrays.get(stem)
-        if arrays is None:
-            holding = self._postings.get(stem, {})
-            arrays = (
-                np.fromiter(holding.keys(), np.int64, len(holding)),
-                np.fromiter(holding.values(), np.float64, len(holding)),
-            )
-            self._arrays[stem] = arrays
-        return arrays
-
-    def frequencies(self, memory_id: str) -> tuple[dict[str, float], float] | None:
-        """The stems and length of ``memory_id``'s document, if held."""
-        slot = self.slots.get(memory_id)
-        return None if slot is None else (self._forward[slot], float(self.lengths[slot]))
-
-    def memory_id(self, slot: int) -> str:
-        memory_id = self._ids[slot]
-        if memory_id is None:
-            raise KeyError(slot)
-        return memory_id
-
-    def _grow(self) -> int:
-        slot = len(self._ids)
-        if slot == len(self.lengths):
-            size = max(64, 2 * slot)
-            self.lengths = np.resize(self.lengths, size)
-            self.layers = np.resize(self.layers, size)
-            self.expires = np.resize(self.expires, size)
-        self._ids.append(None)
-        self._forward.append({})
-        return slot
-
-
-@dataclass(frozen=True, slots=True)
-class _Query:
-    """A query's stems over some scopes: their weights for BM25 and for coverage."""
-
-    bm25_idf: dict[str, float]
-    coverage_idf: dict[str, float]
-    average_length: float
-    whole: float  # the sum of ``coverage_idf``: a document holding every stem
-
-    @classmethod
-    def over(cls, scopes: Sequence[ScopeDocuments], stems: Iterable[str]) -> _Query:
-        documents = sum(len(scope) for scope in scopes)
-        length = sum(scope.total_length for scope in scopes)
-        bm25_weights, coverage_idf = {}, {}
-        for stem in stems:
-            n = sum(scope.holding(stem) for scope in scopes)
-            if n:
-                bm25_weights[stem] = bm25_idf(documents, n)
-            coverage_idf[stem] = idf(documents, n)
-        average = max(length / documents, 1.0) if documents else 1.0
-        return cls(bm25_weights, coverage_idf, average, sum(coverage_idf.values()))
-
-    def score(self, stems: dict[str, float], length: float) -> tuple[float, float]:
-        """(BM25, coverage) of one document."""
-        norm = length_norm(length, self.average_length)
-        bm25 = covered = 0.0
-        for stem, weight in self.bm25_idf.items():
-            tf = stems.get(stem)
-            if tf is not None:
-                bm25 += weight * tf * (K1 + 1) / (tf + norm)
-                covered += self.coverage_idf[stem]
-        return bm25, (covered / self.whole if self.whole > 0 else 0.0)
+_LARGE_SCOPES = text(
+    f"SELECT scope_key, count(*) FROM {FTS_DOCS} GROUP BY scope_key HAVING count(*) > :least"
+)
 
 
 class MemoryLexicon:
-    """The scopes held in memory and the change log's position (see the module docstring).
+    """The scopes taken up and the change log's position (see the module docstring).
     Safe to call from several threads: one at a time works on it."""
 
     def __init__(
@@ -215,13 +86,22 @@ class MemoryLexicon:
         stems: FtsStems,
         connect: Callable[[], AbstractContextManager[Connection]],
         max_documents: int = 200_000,
+        stored: StoredIndexes | None = None,
+        stored_documents: int = 20_000,
     ) -> None:
         self._stems = stems
         self._connect = connect  # a read-only connection, for loading a scope aside
         self._max_documents = max_documents
-        self._scopes: OrderedDict[str, ScopeDocuments] = OrderedDict()  # least recent first
+        self._stored = stored
+        self._stored_documents = stored_documents
+        self._scopes: OrderedDict[str, LexicalScope] = OrderedDict()  # least recent first
         self._loading: set[str] = set()
         self._too_large: dict[str, float] = {}  # scope key -> when to count it again
+        # Start-up (``warm``): the large scopes not taken up yet (key -> size); None until
+        # counted. Its own lock: ``warm`` is asked on the event loop and must not wait.
+        self._warm_started = False
+        self._warming: dict[str, int] | None = None
+        self._warm_lock = threading.Lock()
         self._applied = -1  # the last change applied; -1: none read yet
         self._lock = threading.Lock()
 
@@ -237,15 +117,15 @@ class MemoryLexicon:
     ) -> list[tuple[str, float]] | None:
         """The best ``limit`` (memory id, BM25 > 0) of ``scope_keys`` for ``terms``, best
         first, restricted to ``layers``, to those alive at ``alive_at`` and to ``ids`` when
-        given; None when a scope is loading or too large to hold (search FTS5 then)."""
+        given; None when a scope is not taken up (search FTS5 then)."""
         with self._lock:
             scopes = self._load(conn, scope_keys)
             if scopes is None:
                 return None
-            query = _Query.over(scopes, self._stems(terms))
-            hits: list[tuple[float, str]] = []
+            query = Query.over(scopes, self._stems(terms))
+            hits: list[Hit] = []
             for scope in scopes:
-                hits.extend(_best(scope, query, limit, layers, alive_at, ids))
+                hits.extend(scope.best(query, limit, layers, alive_at, ids))
         hits.sort(key=lambda hit: (-hit[0], hit[1]))
         return [(memory_id, score) for score, memory_id in hits[:limit]]
 
@@ -257,19 +137,19 @@ class MemoryLexicon:
         memory_ids: Sequence[str],
     ) -> Matches | None:
         """Coverage and BM25 of each of ``memory_ids`` (in ``scope_keys``) that holds a term;
-        None when a scope is loading or too large to hold."""
+        None when a scope is not taken up."""
         with self._lock:
             scopes = self._load(conn, scope_keys)
             if scopes is None:
                 return None
-            query = _Query.over(scopes, self._stems(terms))
+            query = Query.over(scopes, self._stems(terms))
             found = Matches({}, {})
             for memory_id in memory_ids:
                 for scope in scopes:
-                    document = scope.frequencies(memory_id)
-                    if document is None:
+                    scored = scope.score(memory_id, query)
+                    if scored is None:
                         continue
-                    bm25, coverage = query.score(*document)
+                    bm25, coverage = scored
                     if coverage > 0:
                         found.coverage[memory_id] = coverage
                         found.bm25[memory_id] = bm25
@@ -278,18 +158,79 @@ class MemoryLexicon:
 
     @property
     def documents(self) -> int:
-        """The documents held in memory, of every scope."""
-        with self._lock:
-            return sum(len(scope) for scope in self._scopes.values())
+        """The documents searched here (in memory or memory-mapped), of every scope. Read
+        without the lock (health asks on the event loop; a scope may be loading): the list
+        of scopes is copied in one step."""
+        return sum(len(scope) for scope in list(self._scopes.values()))
 
     def held(self, scope_key: str) -> bool:
-        """Whether the scope of ``scope_key`` is in memory."""
+        """Whether the scope of ``scope_key`` is taken up."""
         with self._lock:
             return scope_key in self._scopes
 
-    def _load(self, conn: Connection, scope_keys: Sequence[str]) -> list[ScopeDocuments] | None:
+    def stored(self, scope_key: str) -> bool:
+        """Whether the scope of ``scope_key`` is searched from its stored index."""
+        with self._lock:
+            return isinstance(self._scopes.get(scope_key), StoredScope)
+
+    def warm(self) -> list[str]:
+        """Take up every scope over ``stored_documents``: the first call counts them and
+        opens their stored indexes (with the changes since each build), or starts a build
+        where there is none; it takes seconds on a large store, so call it off the event
+        loop. What is still being done, one line per scope; [] once every large scope is
+        taken up (or left to FTS5 after a failed build), or nothing is stored."""
+        if self._stored is None or self._stored_documents <= 0:
+            return []
+        with self._warm_lock:
+            start = not self._warm_started
+            self._warm_started = True
+        if start:
+            self._warm()
+        with self._warm_lock:
+            if self._warming is None:
+                return ["the lexical index's large scopes are being counted"]
+            for key in [key for key in self._warming if key in self._scopes]:
+                del self._warming[key]  # (a dict's membership test needs no lock)
+            return [
+                f"the lexical index of {key} ({size:,} documents) is being "
+                + ("built" if self._stored.building(key) else "opened")
+                for key, size in self._warming.items()
+            ]
+
+    def close(self) -> None:
+        if self._stored is not None:
+            self._stored.close()
+
+    def _warm(self) -> None:
+        stored = self._stored
+        if stored is None:
+            return
+        try:
+            with self._connect() as conn:
+                least = {"least": self._stored_documents}
+                large = {str(k): int(n) for k, n in conn.execute(_LARGE_SCOPES, least)}
+                with self._warm_lock:
+                    self._warming = dict(large)
+                for key in large:
+                    with self._lock:
+                        self._catch_up(conn)
+                        if key not in self._scopes:
+                            self._start_loading(conn, key)
+                    if not stored.building(key):  # taken up, or left to FTS5
+                        self._warmed(key)
+        except Exception:
+            log.exception("opening the stored lexical indexes failed")
+            with self._warm_lock:
+                self._warming = {}
+
+    def _warmed(self, key: str) -> None:
+        with self._warm_lock:
+            if self._warming is not None:
+                self._warming.pop(key, None)
+
+    def _load(self, conn: Connection, scope_keys: Sequence[str]) -> list[LexicalScope] | None:
         """The scopes of ``scope_keys``, brought up to date with the change log; None while
-        one of them is loading or if one is too large."""
+        one of them is not taken up."""
         self._catch_up(conn)
         scopes = []
         for key in dict.fromkeys(scope_keys):
@@ -297,16 +238,28 @@ class MemoryLexicon:
             if scope is None:
                 return None
             self._scopes.move_to_end(key)
+            self._build_if_due(key, scope)
             scopes.append(scope)
         return scopes
 
-    def _start_loading(self, conn: Connection, key: str) -> ScopeDocuments | None:
-        """Load a small scope now; start loading a larger one on a thread of its own (searches
-        go to FTS5 meanwhile); remember for a while that a scope is too large to hold."""
+    def _start_loading(self, conn: Connection, key: str) -> LexicalScope | None:
+        """Open a large scope's stored index, or start its build; load a small scope now;
+        start loading a larger one on a thread of its own (searches go to FTS5 meanwhile);
+        remember for a while that a scope is too large to hold."""
         now = time.monotonic()
         if key in self._loading or self._too_large.get(key, now) > now:
             return None
+        if self._stored is not None and self._stored.building(key):
+            return None
         size = int(conn.execute(_SCOPE_SIZE, {"key": key}).scalar_one())
+        if self._stored is not None and 0 < self._stored_documents < size:
+            base = self._stored.latest(key)
+            if base is not None and self._take_up(conn, key, base):
+                return self._scopes[key]
+            self._stored.build(key, self._built)
+            if not self._stored.building(key):  # a build failed lately: FTS5 for a while
+                self._too_large[key] = now + _RECHECK_SECONDS
+            return None
         if size > self._max_documents:
             self._too_large[key] = now + _RECHECK_SECONDS
             return None
@@ -315,6 +268,47 @@ class MemoryLexicon:
         self._loading.add(key)
         threading.Thread(target=self._load_aside, args=(key,), daemon=True).start()
         return None
+
+    def _take_up(self, conn: Connection, key: str, base: Postings) -> bool:
+        """Serve ``key`` from ``base`` and the changes since its build; False when the log no
+        longer holds them all (build again)."""
+        oldest = conn.execute(_OLDEST_CHANGE).scalar_one()
+        if oldest is not None and oldest > base.seq + 1:
+            return False
+        scope = StoredScope(base)
+        self._hold(key, scope)
+        changed = driver_rows(conn, _CHANGED, [base.seq])
+        since = {str(r[1]): key for r in changed if r[2] == key and r[0] <= self._applied}
+        self._refresh(conn, since)
+        return True
+
+    def _built(self, key: str, ok: bool) -> None:
+        """A build of ``key`` ended: serve from it (``StoredIndexes.build``'s callback). A
+        failed one leaves the scope to FTS5 (or as it was held) until the next try."""
+        try:
+            if ok and self._stored is not None:
+                with self._connect() as conn, self._lock:
+                    self._catch_up(conn)
+                    base = self._stored.latest(key)
+                    if base is not None and self._take_up(conn, key, base):
+                        self._stored.forget_older(base)
+        except Exception:
+            log.exception("taking up a stored lexical index failed")
+        finally:
+            self._warmed(key)
+
+    def _build_if_due(self, key: str, scope: LexicalScope) -> None:
+        """Start a build of a held scope grown past ``stored_documents``, or of a stored one
+        changed enough since its build; it is served as it is meanwhile."""
+        if self._stored is None or self._stored_documents <= 0:
+            return
+        if isinstance(scope, StoredScope):
+            base = scope.base.documents
+            due = scope.changed > min(_REBUILD_SHARE * base, _REBUILD_MOST)
+        else:
+            due = len(scope) > self._stored_documents
+        if due:
+            self._stored.build(key, self._built)
 
     def _load_aside(self, key: str) -> None:
         """Read a scope without holding the lock, then apply the changes made meanwhile."""
@@ -353,10 +347,11 @@ class MemoryLexicon:
 
     def _refresh(self, conn: Connection, changed: dict[str, str]) -> None:
         """Read the documents of ``changed`` (memory id -> its loaded scope's key) again."""
+        read: dict[str, tuple[list[str], int]] = {}
         for part in chunks(list(changed)):
             found = set()
             for row in conn.execute(_SOME_DOCS, {"ids": part}):
-                self._put(self._scopes[changed[str(row[0])]], row)
+                self._put(self._scopes[changed[str(row[0])]], row, read)
                 found.add(str(row[0]))
             for memory_id in part:
                 if memory_id not in found:  # deleted
@@ -364,67 +359,26 @@ class MemoryLexicon:
 
     def _read_scope(self, conn: Connection, key: str) -> ScopeDocuments:
         scope = ScopeDocuments()
+        read: dict[str, tuple[list[str], int]] = {}
         for row in conn.execute(_SCOPE_DOCS, {"key": key}):
-            self._put(scope, row)
+            self._put(scope, row, read)
         return scope
 
-    def _hold(self, key: str, scope: ScopeDocuments) -> ScopeDocuments:
+    def _hold(self, key: str, scope: LexicalScope) -> LexicalScope:
         """Keep ``scope``; the least recently searched scopes make room."""
-        held = sum(len(s) for s in self._scopes.values())
-        while self._scopes and held + len(scope) > self._max_documents:
-            held -= len(self._scopes.popitem(last=False)[1])
+        self._scopes.pop(key, None)
+        held = sum(_in_memory(s) for s in self._scopes.values())
+        while self._scopes and held + _in_memory(scope) > self._max_documents:
+            held -= _in_memory(self._scopes.popitem(last=False)[1])
         self._scopes[key] = scope
         return scope
 
-    def _put(self, scope: ScopeDocuments, row: Any) -> None:
+    def _put(self, scope: LexicalScope, row: Any, read: dict[str, tuple[list[str], int]]) -> None:
         memory_id, layer, expires_at, *fields = row
-        stems, length = self._document(fields)
-        scope.put(str(memory_id), str(layer), _epoch(expires_at), stems, length)
-
-    def _document(self, fields: Sequence[str | None]) -> tuple[dict[str, float], int]:
-        """A document's weighted stem frequencies and its length in words."""
-        frequency: dict[str, float] = {}
-        length = 0
-        for weight, field in zip(FIELD_WEIGHTS, fields, strict=True):
-            if not field:
-                continue
-            words = WORD.findall(field.lower())
-            length += len(words)
-            for stem in self._stems([word for word in words if word not in STOP_WORDS]):
-                frequency[stem] = frequency.get(stem, 0.0) + weight
-        return frequency, length
+        stems, length = document_stems(self._stems, fields, read)
+        scope.put(str(memory_id), str(layer), epoch(expires_at), stems, length)
 
 
-def _best(
-    scope: ScopeDocuments,
-    query: _Query,
-    limit: int,
-    layers: Sequence[str] | None,
-    alive_at: float | None,
-    ids: Sequence[str] | None,
-) -> list[tuple[float, str]]:
-    """The best ``limit`` (BM25, memory id) of one scope under the filters."""
-    size = len(scope.lengths)
-    scores = np.zeros(size)
-    norm = length_norm(scope.lengths, query.average_length)
-    for stem, weight in query.bm25_idf.items():
-        slots, tf = scope.postings(stem)
-        scores[slots] += weight * tf * (K1 + 1) / (tf + norm[slots])
-    keep = scores > 0
-    if layers:
-        keep &= np.isin(scope.layers, [_LAYERS.get(layer, -2) for layer in layers])
-    if alive_at is not None:
-        keep &= scope.expires > alive_at
-    if ids is not None:
-        allowed = np.zeros(size, dtype=bool)
-        allowed[[scope.slots[i] for i in ids if i in scope.slots]] = True
-        keep &= allowed
-    candidates = np.flatnonzero(keep)
-    if len(candidates) > limit:
-        candidates = candidates[np.argpartition(-scores[candidates], limit - 1)[:limit]]
-    return [(float(scores[slot]), scope.memory_id(int(slot))) for slot in candidates]
-
-
-def _epoch(value: str | None) -> float:
-    """An expiry as SQLite stores it, in epoch seconds (never: infinity)."""
-    return math.inf if value is None else sqlite_datetime(value).timestamp()
+def _in_memory(scope: LexicalScope) -> int:
+    """The documents of ``scope`` held in memory (a stored scope's: those changed since)."""
+    return len(scope.delta) if isinstance(scope, StoredScope) else len(scope)

@@ -1,20 +1,24 @@
 """Searching the lexical index (``agentcore.adapters.db.lexical`` keeps its documents): BM25
 over the caller's scopes, and the query-term coverage of candidate documents.
 
-SQLite: the scopes searched are held in memory and scored there (``lexical_memory``); a scope
-that is loading, or too large to hold, or a search filtered on the memory's fields (``where``:
-stage, tags, metadata, times...), goes to FTS5, which ranks with its own bm25() (document
-frequencies over the whole table). The FTS5 statement of the usual filter shapes is built once
-and reused with new parameters, and each call's statements run whole on a worker thread
-(``ThreadedReader``). PostgreSQL: the query computes BM25 from the postings, with frequencies
-over the caller's scopes (``lexical_pg``).
+SQLite: the scopes searched are scored outside FTS5 (``lexical_memory``: held in memory, or a
+large scope from its stored index); a search filtered on the memory's fields (``where``:
+stage, tags, metadata, times...) takes the best 16 × its limit there and keeps those the rows
+pass. A scope not taken up yet (loading, its first build under way), or a filtered search
+whose prefetch held too few that pass, goes to FTS5, which ranks with its own bm25()
+(document frequencies over the whole table). The FTS5 statement of the usual filter shapes
+is built once and reused with new parameters, and each call's statements run whole on a
+worker thread (``ThreadedReader``). PostgreSQL: the query computes BM25 from the postings,
+with frequencies over the caller's scopes (``lexical_pg``).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from functools import partial
+from pathlib import Path
 from typing import Any, cast
 
 from sqlalchemy import (
@@ -59,9 +63,12 @@ from agentcore.adapters.db.lexical_coverage import (
 from agentcore.adapters.db.lexical_memory import MemoryLexicon
 from agentcore.adapters.db.lexical_pg import QueryWeights, TermStats, bm25_statement
 from agentcore.adapters.db.lexical_pg import coverage as pg_coverage
+from agentcore.adapters.db.lexical_stored import StoredIndexes
 from agentcore.adapters.db.repositories import memory_from_row, select_by_ids, sqlite_memories
 from agentcore.adapters.db.tables import MemoryRow
 from agentcore.adapters.db.types import UTCDateTime
+from agentcore.adapters.outages import DATABASE
+from agentcore.domain.errors import ProviderError
 from agentcore.services.candidates import Lookup
 from agentcore.services.ports import VectorFilter, VectorHit
 
@@ -73,12 +80,15 @@ FINDING_SHARE = 0.1
 FINDING_FLOOR = 500
 _PG_PREFETCH = 4  # Postgres: candidates scored per result wanted, before the row filters
 _PG_PREFETCH_FILTERED = 16  # the same with a filter on the memory's fields (``where``)
+_PREFETCH_FILTERED = 16  # SQLite outside FTS5: the same (``_searched_outside_fts5``)
 
 
 class SqlLexicalIndex:
     """``LexicalIndex`` (agentcore.services.candidates) over the SQL database of ``engine``."""
 
-    def __init__(self, engine: AsyncEngine, max_documents: int = 200_000) -> None:
+    def __init__(
+        self, engine: AsyncEngine, max_documents: int = 200_000, stored_documents: int = 20_000
+    ) -> None:
         self._engine = for_reads(engine)
         self._fts_statements: dict[tuple[bool, bool], Any] = {}
         self._stems = FtsStems()
@@ -90,7 +100,11 @@ class SqlLexicalIndex:
         self._lexicon: MemoryLexicon | None = None
         if engine.dialect.name != "postgresql":
             self._reader = ThreadedReader(engine.url)
-            self._lexicon = MemoryLexicon(self._stems, self._reader.connect, max_documents)
+            database = Path(str(engine.url.database)).resolve()
+            stored = StoredIndexes(database.with_name(f"{database.name}.lexical"), database)
+            self._lexicon = MemoryLexicon(
+                self._stems, self._reader.connect, max_documents, stored, stored_documents
+            )
 
     async def search(self, query: str, flt: VectorFilter, limit: int) -> list[VectorHit]:
         """The best ``limit`` memories matching ``flt`` by BM25 (> 0), best first. SQLite
@@ -111,13 +125,11 @@ class SqlLexicalIndex:
         else:
             stmt = self._fts_statement(flt)
             scopes = scopes_match(scope_token(key) for key in dict.fromkeys(flt.scope_keys))
-            # The in-memory index applies every filter but ``where`` (FTS5 joins the rows).
-            lexicon = None if flt.where is not None else self._lexicon
+            lexicon = self._lexicon
 
             def read(conn: Connection) -> list[Any]:
                 if lexicon is not None:
-                    keys, layers, ids = flt.scope_keys, flt.layers, flt.ids
-                    best = lexicon.search(conn, keys, terms, limit, layers, flt.alive_at, ids)
+                    best = _searched_outside_fts5(conn, lexicon, terms, flt, limit)
                     if best is not None:
                         return best
                 total, holding = self._frequencies.counts(conn, scopes, terms)
@@ -174,7 +186,28 @@ class SqlLexicalIndex:
         """SQLite: the lexical documents held in memory (``lexical_memory``); else 0."""
         return 0 if self._lexicon is None else self._lexicon.documents
 
+    @property
+    def stores(self) -> bool:
+        """Whether large scopes are searched from stored indexes (SQLite)."""
+        return self._lexicon is not None
+
+    def warming(self) -> list[str]:
+        """SQLite: what the lexical index still does before every large scope is searched
+        outside FTS5 (``MemoryLexicon.warm``: the first call opens or starts building them,
+        taking seconds on a large store); [] once done."""
+        return [] if self._lexicon is None else self._lexicon.warm()
+
+    async def warm(self) -> None:
+        """Returns once every large scope's stored index is searched (``warming``); until
+        then raises a retryable ``ProviderError`` naming what is being done. Calls are taken
+        meanwhile (FTS5 answers for a scope whose first build runs)."""
+        waiting = await asyncio.to_thread(self.warming)
+        if waiting:
+            raise ProviderError("; ".join(waiting), store=DATABASE)
+
     async def close(self) -> None:
+        if self._lexicon is not None:
+            self._lexicon.close()
         if self._reader is not None:
             await self._reader.close()
 
@@ -243,6 +276,25 @@ class SqlLexicalIndex:
             .order_by(bm25.c.score.desc(), bm25.c.memory_id)
             .limit(bindparam("limit", type_=Integer()))
         )
+
+
+def _searched_outside_fts5(
+    conn: Connection, lexicon: MemoryLexicon, terms: Sequence[str], flt: VectorFilter, limit: int
+) -> list[tuple[str, float]] | None:
+    """The best ``limit`` of ``lexicon`` (None when it does not hold every scope). It applies
+    every filter but ``where``; with one, its best ``limit`` × ``_PREFETCH_FILTERED`` are
+    checked against the rows, in order: the first ``limit`` that pass are the best that pass.
+    When fewer pass and more matched, None: FTS5 joins the rows instead."""
+    wanted = limit if flt.where is None else limit * _PREFETCH_FILTERED
+    keys, layers, ids = flt.scope_keys, flt.layers, flt.ids
+    best = lexicon.search(conn, keys, terms, wanted, layers, flt.alive_at, ids)
+    if best is None or flt.where is None:
+        return best
+    passing = {
+        row[0] for stmt in _matching([i for i, _ in best], flt) for row in conn.execute(stmt)
+    }
+    kept = [hit for hit in best if hit[0] in passing][:limit]
+    return kept if len(kept) == limit or len(best) < wanted else None
 
 
 def _filters(
