@@ -256,13 +256,16 @@ class CandidateGenerator:
         (vector, dense), lexical = await asyncio.gather(
             self._dense(query, flt, wide, exact=dense_only), lexical_side
         )
-        dense = self._with_fresh(vector, flt, dense, wide)
+        owed = self._fresh.cosines(vector, flt.scope_keys)
+        if owed and flt.ids is not None:
+            owed = [hit for hit in owed if hit.id in set(flt.ids)]
+        dense = _merged(dense, owed, wide)
         ids = list(dict.fromkeys([hit.id for hit in dense] + [hit.id for hit in lexical]))
         if not ids:
             return []
         found, exact = await asyncio.gather(
             self._lookup(query_words if lexical else "", flt, ids),
-            self._cosines(vector, flt, dense, lexical),
+            self._cosines(vector, flt, dense, lexical, owed),
         )
         keys = set(flt.scope_keys)
         layers = None if flt.layers is None else set(flt.layers)
@@ -312,21 +315,23 @@ class CandidateGenerator:
         text is embedded (a near-duplicate check compares cosines to a fixed bar); otherwise
         with the embedder's faster query path, beside the few owed texts of the searched
         scopes not embedded yet (``services.fresh``)."""
+        owed: Claimed = {} if exact else self._fresh.unembedded(flt.scope_keys)
+        if owed and flt.ids is not None:
+            owed = {memory_id: o for memory_id, o in owed.items() if memory_id in set(flt.ids)}
         if exact:
             vector = (await self._embedder.embed([query]))[0]
-        else:
+        elif owed:
             vector, _ = await asyncio.gather(
-                self._embedder.embed_query(query), self._embed_owed(flt)
+                self._embedder.embed_query(query), self._embed_owed(owed)
             )
+        else:
+            vector = await self._embedder.embed_query(query)
         return vector, await self._vectors.search(vector, flt, pool)
 
-    async def _embed_owed(self, flt: VectorFilter) -> None:
-        """The searched scopes' owed vectors, when few (``services.fresh``): the texts nobody
+    async def _embed_owed(self, owed: Claimed) -> None:
+        """A few owed vectors of the searched scopes (``services.fresh``): the texts nobody
         is embedding are embedded here, those under way are waited for (a little); what is
         still missing is found by its words."""
-        owed: Claimed = self._fresh.unembedded(flt.scope_keys)
-        if flt.ids is not None:
-            owed = {memory_id: o for memory_id, o in owed.items() if memory_id in set(flt.ids)}
         under_way = {o.asked for o in owed.values() if o.asked is not None}
         mine = self._fresh.ask({i: o for i, o in owed.items() if o.asked is None})
         vectors: dict[str, Vectors] = {}
@@ -341,34 +346,22 @@ class CandidateGenerator:
         if under_way:
             await asyncio.wait([asyncio.shield(f) for f in under_way], timeout=EMBEDDING_WAIT)
 
-    def _with_fresh(
-        self, vector: Vectors, flt: VectorFilter, dense: list[VectorHit], pool: int
-    ) -> list[VectorHit]:
-        """The dense hits with the owed memories the vector store does not hold yet, compared
-        with the query here (their rows are checked against the filter with the others)."""
-        fresh = self._fresh.cosines(vector, flt.scope_keys)
-        if flt.ids is not None:
-            fresh = [hit for hit in fresh if hit.id in set(flt.ids)]
-        if not fresh:
-            return dense
-        merged = {hit.id: hit for hit in dense} | {hit.id: hit for hit in fresh}
-        return sorted(merged.values(), key=lambda hit: -hit.score)[:pool]
-
     async def _cosines(
         self,
         vector: Vectors,
         flt: VectorFilter,
         dense: Sequence[VectorHit],
         lexical: Sequence[VectorHit],
+        owed: Sequence[VectorHit],
     ) -> list[VectorHit]:
         """The cosine of the lexical candidates the dense side did not return: each is
-        scored against the query itself, not given the dense side's floor."""
+        scored against the query itself (``owed``: those the vector store does not hold yet,
+        compared here), not given the dense side's floor."""
         seen = {hit.id for hit in dense}
         missing = [hit.id for hit in lexical if hit.id not in seen]
         if not missing:
             return []
-        fresh = self._fresh.cosines(vector, flt.scope_keys)
-        found = [hit for hit in fresh if hit.id in set(missing)]
+        found = [hit for hit in owed if hit.id in set(missing)]
         missing = [memory_id for memory_id in missing if memory_id not in {h.id for h in found}]
         if not missing:
             return found
@@ -388,6 +381,15 @@ class CandidateGenerator:
         if self._lexical is None:
             return []
         return await self._lexical.search(query, flt, pool)
+
+
+def _merged(dense: list[VectorHit], owed: list[VectorHit], pool: int) -> list[VectorHit]:
+    """The vector store's hits with the owed memories it does not hold yet, compared with the
+    query here (their rows are checked against the filter with the others), best ``pool``."""
+    if not owed:
+        return dense
+    merged = {hit.id: hit for hit in dense} | {hit.id: hit for hit in owed}
+    return sorted(merged.values(), key=lambda hit: -hit.score)[:pool]
 
 
 def _unit(value: float) -> float:
