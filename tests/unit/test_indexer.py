@@ -137,14 +137,26 @@ async def test_a_search_waits_a_little_for_an_embedding_under_way() -> None:
     query = SearchQuery("who keeps bees", ALICE)
     started = time.monotonic()
     found = await asyncio.wait_for(rig.memory.search(query), 1)
-    assert found.results == []  # not found by meaning: still under way (no lexical index)
+    # still under way after EMBEDDING_WAIT: the search embedded it itself
     assert EMBEDDING_WAIT <= time.monotonic() - started < EMBEDDING_WAIT + 0.5
-    search = asyncio.ensure_future(rig.memory.search(query))
+    assert [r.memory.id for r in found.results] == [bees.id]
+    rig.embedder.open.set()
+    assert await rig.memory.indexed()
+
+
+async def test_a_search_takes_an_embedding_that_ends_while_it_waits() -> None:
+    rig = Rig()
+    rig.embedder.open.clear()
+    bees = await rig.memory.add(NewMemory("Alice keeps bees", ALICE))
+    await asyncio.sleep(0.01)  # the indexer is embedding it
+    calls = rig.embedder.calls
+    search = asyncio.ensure_future(rig.memory.search(SearchQuery("who keeps bees", ALICE)))
     await asyncio.sleep(0.01)
     rig.embedder.open.set()  # the embedding ends while the search waits for it
     found = await asyncio.wait_for(search, 1)
     assert [r.memory.id for r in found.results] == [bees.id]
-    assert rig.embedder.batches == [1]  # embedded once, by the indexer
+    assert rig.embedder.batches == [1]  # embedded once, by the indexer...
+    assert rig.embedder.calls == calls + 2  # ...and the query (FakeEmbedder.embed counts it)
 
 
 async def test_searches_at_the_same_moment_embed_an_owed_text_once() -> None:
