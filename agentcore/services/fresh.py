@@ -25,7 +25,7 @@ import numpy as np
 from agentcore.domain.models import Memory
 from agentcore.services.ports import VectorHit, Vectors
 
-EMBED_NOW = 32  # owed texts a search embeds itself: a caller's recent writes, not a backlog
+EMBED_NOW = 64  # owed texts a search embeds itself: a caller's recent writes, not a backlog
 EMBEDDING_WAIT = 0.25  # seconds a search waits, at most, for an embedding under way
 
 
