@@ -331,27 +331,20 @@ class CandidateGenerator:
     async def _embed_owed(self, owed: Claimed) -> None:
         """A few owed vectors of the searched scopes (``services.fresh``): the texts nobody
         is embedding are embedded here, those under way are waited for, at most
-        ``EMBEDDING_WAIT``, and embedded here too if still not done; a text that cannot be
-        embedded is found by its words."""
+        ``EMBEDDING_WAIT``; what is still missing is found by its words."""
         under_way = {o.asked for o in owed.values() if o.asked is not None}
         mine = self._fresh.ask({i: o for i, o in owed.items() if o.asked is None})
-        if mine:
-            await self._embed_here(mine)
-        if under_way:
-            await asyncio.wait([asyncio.shield(f) for f in under_way], timeout=EMBEDDING_WAIT)
-            late = {i: o for i, o in owed.items() if i not in mine and o.vector is None}
-            if late:
-                await self._embed_here(late)
-
-    async def _embed_here(self, owed: Claimed) -> None:
         vectors: dict[str, Vectors] = {}
         try:
-            rows = await self._embedder.embed_now([o.text for o in owed.values()])
-            vectors = dict(zip(owed, rows, strict=True))
+            if mine:
+                rows = await self._embedder.embed_now([o.text for o in mine.values()])
+                vectors = dict(zip(mine, rows, strict=True))
         except AgentCoreError as exc:
-            log_failure(log, f"embedding {len(owed)} owed texts for a search failed", exc)
+            log_failure(log, f"embedding {len(mine)} owed texts for a search failed", exc)
         finally:
-            self._fresh.fill(owed, vectors)
+            self._fresh.fill(mine, vectors)
+        if under_way:
+            await asyncio.wait([asyncio.shield(f) for f in under_way], timeout=EMBEDDING_WAIT)
 
     async def _cosines(
         self,

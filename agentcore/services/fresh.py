@@ -8,8 +8,7 @@ already embedded, compared with the query exactly here beside the vector store's
 (a caller's own recent writes: a few adds, a stage's notes), a write is found by its meaning
 from the first search after it: the search embeds the texts nobody is embedding yet itself,
 beside its query, and waits at most ``EMBEDDING_WAIT`` for those whose embedding is under way
-(the indexer's batch, another search's), embedding them itself too if they are not done by
-then. More owed than that is a backlog, left to the
+(the indexer's batch, another search's). More owed than that is a backlog, left to the
 indexer. Each text is embedded once: a vector a search computed is kept here for the searches
 after it and handed to the indexer, which embeds only what nobody has (``known``).
 """
