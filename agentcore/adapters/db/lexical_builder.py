@@ -12,16 +12,15 @@ with the process that started it. Exit 0 once the directory is complete.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import logging
 import os
-import signal
 import sqlite3
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from agentcore.adapters.child_process import die_with
 from agentcore.adapters.db.lexical import CHANGES, FTS_DOCS, FTS_TABLE
 from agentcore.adapters.db.lexical_coverage import FtsStems
 from agentcore.adapters.db.lexical_postings import Document, Postings
@@ -31,7 +30,6 @@ from agentcore.adapters.db.tables import MemoryRow
 log = logging.getLogger(__name__)
 
 _NICENESS = 10
-_PR_SET_PDEATHSIG = 1
 SCOPE_DOCUMENTS = (
     "SELECT d.memory_id, d.layer, m.expires_at, f.body, f.ctx_before, f.ctx_after, f.meta "
     f"FROM {FTS_DOCS} AS d JOIN {FTS_TABLE} AS f ON f.rowid = d.doc_id "
@@ -69,22 +67,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parent", type=int, default=0)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    if args.parent and not _die_with(args.parent):
+    if args.parent and not die_with(args.parent):
         return 1
     os.nice(_NICENESS)
     started = time.monotonic()
     directory = build(args.database, args.scope_key, args.prefix)
     log.info("lexical index %s built in %.1f s", directory, time.monotonic() - started)
     return 0
-
-
-def _die_with(parent: int) -> bool:
-    """Ask the kernel to kill this process when its parent ends (Linux); False if the parent
-    is gone already."""
-    if sys.platform == "linux":
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    return os.getppid() == parent
 
 
 if __name__ == "__main__":

@@ -12,15 +12,14 @@ with the process that started it.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import logging
 import os
-import signal
 import sys
 import time
 
 import qdrant_edge as qe
 
+from agentcore.adapters.child_process import die_with
 from agentcore.adapters.vectors.edge_shard import declare_indexes, edge_config
 
 logger = logging.getLogger(__name__)
@@ -35,7 +34,6 @@ QUANTIZATION = qe.ScalarQuantizationConfig(qe.ScalarType.Int8, quantile=0.99, al
 # Index every segment found (the size of 1 KB): the caller decided a build was due.
 OPTIMIZERS = qe.EdgeOptimizersConfig(indexing_threshold=1)
 _NICENESS = 10
-_PR_SET_PDEATHSIG = 1
 
 
 def build(path: str, dimension: int) -> bool:
@@ -68,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    if not _die_with(args.parent):
+    if not die_with(args.parent):
         return 2
     os.nice(_NICENESS)
     started = time.monotonic()
@@ -80,15 +78,6 @@ def main(argv: list[str] | None = None) -> int:
         time.monotonic() - started,
     )
     return 0
-
-
-def _die_with(parent: int) -> bool:
-    """Ask the kernel to kill this process when its parent ends (Linux); False if the parent
-    is gone already."""
-    if sys.platform == "linux":
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    return os.getppid() == parent
 
 
 if __name__ == "__main__":
