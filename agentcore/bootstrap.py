@@ -504,8 +504,8 @@ def build_job_queue(settings: Settings, handlers: dict[str, JobHandler]) -> JobQ
         from agentcore.adapters.jobs.local import InProcessJobQueue
 
         return InProcessJobQueue(handlers)
+    from agentcore.adapters.jobs.celery_app import celery_app
     from agentcore.adapters.jobs.celery_queue import CeleryJobQueue
-    from agentcore.worker import celery_app
 
     return CeleryJobQueue(celery_app(settings))
 

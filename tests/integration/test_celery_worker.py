@@ -16,6 +16,7 @@ import pytest
 
 from agentcore.adapters.compressors import ExtractiveEngine
 from agentcore.adapters.embedders.local_minilm import LocalMiniLMEmbedder
+from agentcore.adapters.jobs.celery_app import celery_app
 from agentcore.adapters.jobs.celery_queue import HEARTBEAT_TTL, CeleryJobQueue, heartbeat_key
 from agentcore.adapters.tokens import BpeTokenCounter
 from agentcore.adapters.vectors.edge import EdgeVectorStore
@@ -28,7 +29,6 @@ from agentcore.services.compass.compression import ContextCompressor
 from agentcore.services.compass.drafts import CompressionItem
 from agentcore.services.jobs import JobState, JobStatus
 from agentcore.services.ports import VectorFilter
-from agentcore.worker import celery_app
 from tests.agent_trace import CRITICAL, PLANNING
 from tests.fakes import FakeVectorStore
 from tests.openai_chat_stub import API_KEY, FakeOpenAI, Reply, chat_server

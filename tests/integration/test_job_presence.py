@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import redis
 
+from agentcore.adapters.jobs.celery_app import celery_app
 from agentcore.adapters.jobs.celery_queue import CeleryJobQueue
 from agentcore.adapters.jobs.presence import WORKERS_KEY, WorkerHeartbeat, read_facts
 from agentcore.adapters.vectors.owned_elsewhere import OwnedElsewhereVectorStore
@@ -24,7 +25,6 @@ from agentcore.domain.records import NewMemory
 from agentcore.domain.stages import StageStatus
 from agentcore.services.compass.orchestration import COMPRESS_STAGE
 from agentcore.services.jobs import JOB_WORKER
-from agentcore.worker import celery_app
 from tests.fakes import FakeEmbedder, FakeVectorStore
 
 pytestmark = [pytest.mark.redis]

@@ -134,7 +134,7 @@ def test_a_sane_incoming_request_id_is_honoured(
 
 @pytest.mark.parametrize(("log_format", "hijacked"), [("text", True), ("json", False)])
 def test_a_json_worker_keeps_the_root_handler(log_format: str, hijacked: bool) -> None:
-    from agentcore.worker import celery_app
+    from agentcore.adapters.jobs.celery_app import celery_app
 
     settings = Settings(redis_url="redis://127.0.0.1:1/0", log_format=log_format)
     assert celery_app(settings).conf.worker_hijack_root_logger is hijacked
