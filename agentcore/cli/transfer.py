@@ -8,7 +8,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any, TextIO
 
-from agentcore.cli_output import progress
+from agentcore.cli.output import progress
 from agentcore.client import MemoryClient
 
 

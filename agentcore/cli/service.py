@@ -1,71 +1,26 @@
-"""The ``agentcore`` command: run the service, migrate, run a worker, manage keys, and call a
-running service (the client commands of ``cli_commands``)."""
+"""The commands that run the service on this machine: ``serve``, ``mcp``, ``migrate``,
+``reembed`` and ``worker``."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import contextlib
-import json
 import os
-import secrets
-import signal
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 from pydantic import SecretStr
 
-from agentcore.cli_commands import register
-from agentcore.cli_output import progress
+from agentcore.cli.output import progress
 from agentcore.config import Settings, load_settings
-from agentcore.domain.access import key_digest, parse_keys
-from agentcore.domain.errors import AgentCoreError, ConfigurationError
-from agentcore.domain.models import ScopeLevel
+from agentcore.domain.errors import ConfigurationError
 from agentcore.logs import configure_logging
 
-
-class _Parser(argparse.ArgumentParser):
-    """Bad usage is one line on stderr (the usage itself is one ``--help`` away)."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
-
-
-class _Command(_Parser):
-    """A (sub)command's parser: it refuses the arguments it does not know itself, so the line
-    names the command they were given to (``agentcore memory add: unrecognized arguments:
-    --foo``) rather than ``agentcore``, where argparse would report them."""
-
-    def parse_known_args(  # type: ignore[override]
-        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
-    ) -> tuple[argparse.Namespace, list[str]]:
-        parsed, extras = super().parse_known_args(args, namespace)
-        if extras:
-            self.error(f"unrecognized arguments: {' '.join(extras)}")
-        return parsed, extras
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    try:
-        settings = load_settings()
-        if getattr(args, "logs", False):  # the service's commands; client commands stay quiet
-            _configure_logging(settings)
-        status = int(args.run(args, settings))
-        sys.stdout.flush()  # a reader that went away shows here, not at interpreter exit
-        return status
-    except AgentCoreError as exc:
-        print(f"agentcore: {exc.message}", file=sys.stderr)
-        return 2
-    except BrokenPipeError:
-        # The reader closed the pipe (`agentcore memory list | head -1`): stop quietly, as a
-        # process killed by SIGPIPE would; the rest of the output goes nowhere.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 128 + signal.SIGPIPE
-    except KeyboardInterrupt:
-        return 128 + signal.SIGINT
+if TYPE_CHECKING:
+    from agentcore.cli.parsing import Subcommands
 
 
 @contextlib.contextmanager
@@ -86,17 +41,13 @@ def _data_dir(settings: Settings, command: str, url: str | None = None) -> Itera
         yield
 
 
-def _configure_logging(settings: Settings) -> None:
-    configure_logging(settings)  # LOG_FORMAT text or json (agentcore/logs.py)
-
-
 def worker_app() -> Any:
     """The app of one of ``serve --workers N``'s processes (each reads the environment and
     builds its own container)."""
     from agentcore.api.app import create_app
 
     settings = load_settings()
-    _configure_logging(settings)
+    configure_logging(settings)
     return create_app(settings)
 
 
@@ -125,7 +76,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
 
         uvicorn.run(
             # Several processes: each imports and builds the app itself.
-            "agentcore.cli:worker_app" if workers > 1 else create_app(settings),
+            "agentcore.cli.service:worker_app" if workers > 1 else create_app(settings),
             factory=workers > 1,
             workers=workers,
             host=host,
@@ -217,43 +168,7 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _keys(args: argparse.Namespace, settings: Settings) -> int:
-    """Create an API key: print it once, store its hash in the keys file."""
-    path = args.file or settings.agentcore_api_keys_file
-    if path is None:
-        raise ConfigurationError("give --file or set AGENTCORE_API_KEYS_FILE")
-    scopes = {
-        level.id_field: values.split(",")
-        for level in ScopeLevel
-        if (values := getattr(args, level.id_field)) is not None
-    }
-    data = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {"keys": []}
-    parse_keys(data)  # a broken file is not written over
-    if any(entry.get("id") == args.id for entry in data["keys"]):
-        raise ConfigurationError(f"a key with id {args.id!r} exists already in {path}")
-    key = "ak_" + secrets.token_urlsafe(32)
-    entry = {"id": args.id, "sha256": key_digest(key), "scopes": scopes, "access": args.access}
-    data["keys"].append(entry)
-    parse_keys(data)
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    temporary.chmod(0o600)
-    temporary.replace(path)  # the service sees the whole file or the old one
-    print(key)
-    print(
-        f"key {args.id} ({args.access}) added to {path}; the key is shown only now", file=sys.stderr
-    )
-    return 0
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="agentcore",
-        description="AgentCore Memory: run the service, and call a running one (tables for "
-        "people, --json for scripts; --url or $AGENTCORE_URL).",
-    )
-    commands = parser.add_subparsers(required=True, metavar="COMMAND", parser_class=_Command)
-
+def register(commands: Subcommands) -> None:
     serve = commands.add_parser("serve", help="run the JSON-RPC service")
     serve.add_argument("--host", help="default: $AGENTCORE_HOST or 127.0.0.1")
     serve.add_argument("--port", type=int, help="default: $AGENTCORE_PORT or 8080")
@@ -294,21 +209,3 @@ def _parser() -> argparse.ArgumentParser:
         "--beat", action="store_true", help="also schedule periodic jobs (one worker only)"
     )
     worker.set_defaults(run=_worker, logs=True)
-
-    keys = commands.add_parser("keys", help="manage API keys")
-    key_actions = keys.add_subparsers(required=True, metavar="ACTION")
-    create = key_actions.add_parser("create", help="create a key: printed once, hash stored")
-    create.add_argument("--id", required=True, help="the key's name in logs and metrics")
-    create.add_argument("--access", choices=["read", "write", "admin"], required=True)
-    create.add_argument("--file", type=Path, help="default: $AGENTCORE_API_KEYS_FILE")
-    for level in ScopeLevel:
-        flag = "--" + level.id_field.replace("_", "-")
-        create.add_argument(flag, dest=level.id_field, metavar="IDS", help="comma-separated or *")
-    create.set_defaults(run=_keys)
-
-    register(commands)
-    return parser
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -13,12 +13,12 @@ import json
 import sys
 from collections.abc import Callable
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from agentcore.cli_output import document, table
-from agentcore.cli_transfer import export_records, import_records
+from agentcore.cli.output import document, table
+from agentcore.cli.transfer import export_records, import_records
 from agentcore.client import DEFAULT_URL, MemoryClient, RpcError
 from agentcore.config import Settings
 from agentcore.domain.models import ScopeLevel
@@ -32,6 +32,9 @@ SEARCH_COLUMNS = ("score", "id", "layer", "scope", "content")
 ERROR_COLUMNS = ("created_at", "error_type", "severity", "stage_type", "error_id", "description")
 # The records of the list commands' results (their --json prints one per line).
 MEMORIES, HITS, ERRORS = itemgetter("memories"), itemgetter("results"), itemgetter("errors")
+
+if TYPE_CHECKING:
+    from agentcore.cli.parsing import Subcommands
 
 
 def json_object(text: str) -> dict[str, Any]:
@@ -164,9 +167,6 @@ def _show_current(result: Any, a: argparse.Namespace) -> list[str]:
     return [f"task {a.task} has no active stage"] if result["stage"] is None else document(result)
 
 
-if TYPE_CHECKING:
-    # Subcommands of the CLI's parser class (a subclass of ArgumentParser).
-    Subcommands: TypeAlias = argparse._SubParsersAction[Any]
 _SCOPE = tuple(level.id_field for level in ScopeLevel)
 
 

@@ -1,0 +1,5 @@
+"""``python -m agentcore.cli``: the ``agentcore`` command."""
+
+from agentcore.cli.main import main
+
+raise SystemExit(main())
