@@ -1,6 +1,8 @@
 """The generated agent traces are pinned: the COMPASS figures in docs/benchmarks.md were measured on
-this exact text, so a change to the generator or to its templates must show up here first: a
-template word, a draw order or a slot rule that changes makes the hashes differ.
+this exact text, so a change to the generator or to its data must show up here first.
+
+The output hashes were recorded from the generator before its templates moved to data files;
+a template word, a draw order or a slot rule that changes makes them differ.
 """
 
 from __future__ import annotations
@@ -8,10 +10,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from pathlib import Path
 
 import pytest
 
 from benchmarks.agent_traces import generate_traces
+
+_DATA = Path(__file__).resolve().parents[2] / "benchmarks" / "agent_traces" / "data"
 
 
 def _sha256(value: object) -> str:
@@ -37,6 +42,19 @@ def test_traces_for_a_seed_are_byte_identical(
     traces = generate_traces(count, seed, size=size)
 
     assert _sha256([dataclasses.asdict(trace) for trace in traces]) == expected
+
+
+def test_the_template_data_is_pinned() -> None:
+    # A template the pinned seeds never draw could change without changing their output, so
+    # the data itself is pinned too. After a deliberate edit, update this hash and re-measure
+    # the figures taken on the traces.
+    files = sorted(_DATA.rglob("*.json"))
+    data = {
+        path.relative_to(_DATA).as_posix(): json.loads(path.read_text("utf-8")) for path in files
+    }
+
+    assert len(files) == 12
+    assert _sha256(data) == "e6e4fc80852db8652a8068a915e0c33a2fb8fe0af443eb8cc18fde69c8377823"
 
 
 def test_a_longer_list_extends_a_shorter_one() -> None:
