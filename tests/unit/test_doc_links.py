@@ -68,3 +68,12 @@ def test_anchors_follow_githubs_rule(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     assert anchors(page) == {"the-api", "every-method-by-example", "memoryadd", "notes", "notes-1"}
+
+
+def test_ci_runs_the_readmes_test_command() -> None:
+    """``.ci/run`` runs exactly the test command of the README's set-up block."""
+    setup = (ROOT / "README.md").read_text(encoding="utf-8").split("\n## Set up\n", 1)[1]
+    commands = re.findall(r"^(make \w+)", setup.split("```sh\n", 1)[1].split("```", 1)[0], re.M)
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()[-1]
+    assert commands == ["make run", "make test"]
+    assert ci == commands[-1]
