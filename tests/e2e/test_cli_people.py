@@ -191,7 +191,7 @@ def test_a_closed_pipe_ends_quietly(server: Server, client: MemoryClient) -> Non
         assert "Traceback" not in said, said
         assert "Error" not in said, said
         assert stderr is None or said == stderr, said
-    done = subprocess.run(  # what the README shows, in a shell
+    done = subprocess.run(  # what docs/cli.md shows, in a shell
         ["bash", "-c", f"set -o pipefail; {AGENTCORE} memory list --user-id kim --json | head -1"],
         env=environment,
         capture_output=True,
