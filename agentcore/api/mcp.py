@@ -34,13 +34,13 @@ from starlette.types import Receive, Scope, Send
 from agentcore import __version__
 from agentcore.api import errors
 from agentcore.api import params as p
-from agentcore.api.ace import StrategicContextParams
 from agentcore.api.auth import Gate, refusal
-from agentcore.api.compass import CompleteStageParams, TaskContextParams
-from agentcore.api.context import ContextParams
-from agentcore.api.error_memory import ErrorPatternsParams, RecordErrorParams
+from agentcore.api.handlers.ace import StrategicContextParams
+from agentcore.api.handlers.compass import CompleteStageParams, TaskContextParams
+from agentcore.api.handlers.context import ContextParams
+from agentcore.api.handlers.error_memory import ErrorPatternsParams, RecordErrorParams
+from agentcore.api.handlers.stages import StartStageParams, TaskIdParams
 from agentcore.api.rpc import Guard
-from agentcore.api.stages import StartStageParams, TaskIdParams
 from agentcore.client import AsyncMemoryClient, RpcError
 from agentcore.config import Settings
 from agentcore.domain.access import ApiKey

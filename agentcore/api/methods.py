@@ -9,22 +9,22 @@ from pydantic import BaseModel
 
 from agentcore.api import cursor, schemas
 from agentcore.api import params as p
-from agentcore.api.ace import ace_methods
-from agentcore.api.compass import compass_methods
-from agentcore.api.context import context_methods
-from agentcore.api.costs import cost_methods
-from agentcore.api.episodic import episodic_methods
-from agentcore.api.error_memory import error_memory_methods
-from agentcore.api.jobs import job_methods
-from agentcore.api.key_value import key_value_methods
-from agentcore.api.lifecycle import lifecycle_methods
-from agentcore.api.procedural import procedural_methods
-from agentcore.api.routing import routing_methods
+from agentcore.api.handlers.ace import ace_methods
+from agentcore.api.handlers.compass import compass_methods
+from agentcore.api.handlers.context import context_methods
+from agentcore.api.handlers.costs import cost_methods
+from agentcore.api.handlers.episodic import episodic_methods
+from agentcore.api.handlers.error_memory import error_memory_methods
+from agentcore.api.handlers.jobs import job_methods
+from agentcore.api.handlers.key_value import key_value_methods
+from agentcore.api.handlers.lifecycle import lifecycle_methods
+from agentcore.api.handlers.procedural import procedural_methods
+from agentcore.api.handlers.routing import routing_methods
+from agentcore.api.handlers.semantic import semantic_methods
+from agentcore.api.handlers.stages import stage_methods
+from agentcore.api.handlers.transfer import transfer_methods
+from agentcore.api.handlers.working import working_methods
 from agentcore.api.rpc import RpcMethod
-from agentcore.api.semantic import semantic_methods
-from agentcore.api.stages import stage_methods
-from agentcore.api.transfer import transfer_methods
-from agentcore.api.working import working_methods
 from agentcore.domain.errors import AgentCoreError
 from agentcore.domain.filter_grammar import parse_filter
 from agentcore.domain.models import new_id

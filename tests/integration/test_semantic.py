@@ -13,9 +13,9 @@ from prometheus_client import CollectorRegistry
 
 from agentcore.adapters.embedders.local_minilm import LocalMiniLMEmbedder
 from agentcore.adapters.extractors import RuleBasedFactExtractor
+from agentcore.api.handlers.semantic import semantic_methods
 from agentcore.api.metrics import RpcMetrics
 from agentcore.api.rpc import JsonRpcEndpoint
-from agentcore.api.semantic import semantic_methods
 from agentcore.bootstrap import Container, build_container
 from agentcore.config import Settings
 from agentcore.domain.clock import utcnow

@@ -13,7 +13,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 from pydantic import ValidationError
 
-from agentcore.api.costs import CostReportParams, CostReportResult, cost_methods
+from agentcore.api.handlers.costs import CostReportParams, CostReportResult, cost_methods
 from agentcore.domain.compression_metrics import CompressionLevel, CompressionMetric, LevelSummary
 from agentcore.domain.errors import BudgetExceeded, ConfigurationError, InvalidParams
 from agentcore.domain.pricing import CostQuery, CostRecord, CostTotals, PriceTable, month_bounds

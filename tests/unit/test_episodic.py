@@ -10,7 +10,7 @@ from typing import Any, Self
 import pytest
 from prometheus_client import CollectorRegistry
 
-from agentcore.api.episodic import episodic_methods
+from agentcore.api.handlers.episodic import episodic_methods
 from agentcore.api.metrics import RpcMetrics
 from agentcore.api.rpc import JsonRpcEndpoint
 from agentcore.domain.episodes import Episode, EpisodeStatus, extractive_summary

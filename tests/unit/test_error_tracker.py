@@ -13,7 +13,7 @@ from typing import Any, Self
 import pytest
 from prometheus_client import CollectorRegistry
 
-from agentcore.api.error_memory import error_memory_methods
+from agentcore.api.handlers.error_memory import error_memory_methods
 from agentcore.api.metrics import RpcMetrics
 from agentcore.api.rpc import JsonRpcEndpoint
 from agentcore.domain.error_patterns import pattern_severity

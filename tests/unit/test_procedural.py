@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
+from agentcore.api.handlers.procedural import procedural_methods
 from agentcore.api.metrics import RpcMetrics
-from agentcore.api.procedural import procedural_methods
 from agentcore.api.rpc import JsonRpcEndpoint
 from agentcore.domain.errors import InvalidParams
 from agentcore.domain.models import Layer, Memory, ScopeIds

@@ -9,9 +9,9 @@ from datetime import UTC, datetime
 import pytest
 from prometheus_client import CollectorRegistry
 
+from agentcore.api.handlers.semantic import semantic_methods
 from agentcore.api.metrics import RpcMetrics
 from agentcore.api.rpc import JsonRpcEndpoint
-from agentcore.api.semantic import semantic_methods
 from agentcore.domain.errors import InvalidParams, MemoryNotFound
 from agentcore.domain.models import EventKind, Layer, Memory, ScopeIds, ScopeLevel
 from agentcore.domain.records import NewMemory

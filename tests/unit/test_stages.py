@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
+from agentcore.api.handlers.stages import stage_methods
 from agentcore.api.metrics import RpcMetrics
 from agentcore.api.rpc import JsonRpcEndpoint
-from agentcore.api.stages import stage_methods
 from agentcore.domain.errors import Conflict, InvalidParams, InvalidState, StageNotFound
 from agentcore.domain.models import Layer, Memory, ScopeIds, ScopeLevel, StageType
 from agentcore.domain.records import NewMemory

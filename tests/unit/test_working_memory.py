@@ -11,9 +11,9 @@ from prometheus_client import CollectorRegistry
 
 from agentcore.adapters.tokens import BpeTokenCounter
 from agentcore.adapters.working.local_store import LocalWorkingMemoryStore
+from agentcore.api.handlers.working import working_methods
 from agentcore.api.metrics import RpcMetrics
 from agentcore.api.rpc import JsonRpcEndpoint
-from agentcore.api.working import working_methods
 from agentcore.domain.errors import (
     ContentTooLong,
     InvalidParams,

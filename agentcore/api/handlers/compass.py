@@ -8,9 +8,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
+from agentcore.api.handlers.stages import StageMemoryOut, StageOut, TaskIdParams
 from agentcore.api.params import Identifier, ScopeParams
 from agentcore.api.rpc import RpcMethod
-from agentcore.api.stages import StageMemoryOut, StageOut, TaskIdParams
 from agentcore.domain.stages import TaskContext
 from agentcore.services.compass.orchestration import CompassService
 

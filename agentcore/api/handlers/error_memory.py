@@ -10,9 +10,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, JsonValue, StringConstraints
 
+from agentcore.api.handlers.stages import StageTypeName
 from agentcore.api.params import Identifier, ScopeParams
 from agentcore.api.rpc import RpcMethod
-from agentcore.api.stages import StageTypeName
 from agentcore.domain.error_records import MAX_DESCRIPTION, MAX_RECOVERY, ErrorPattern, ErrorRecord
 from agentcore.services.errors import MAX_HISTORY, ErrorTracker, NewError
 

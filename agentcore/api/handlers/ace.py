@@ -8,12 +8,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, StringConstraints
 
-from agentcore.api.compass import TaskProgressResult
-from agentcore.api.error_memory import ErrorPatternOut
+from agentcore.api.handlers.compass import TaskProgressResult
+from agentcore.api.handlers.error_memory import ErrorPatternOut
+from agentcore.api.handlers.stages import StageOut
 from agentcore.api.params import Identifier, ScopeParams
 from agentcore.api.rpc import RpcMethod
 from agentcore.api.schemas import SearchHit
-from agentcore.api.stages import StageOut
 from agentcore.domain.ace import Intervention, Outcome
 from agentcore.services.consumers.ace import DECISIONS, GENERAL, AceService
 
