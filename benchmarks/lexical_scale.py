@@ -5,7 +5,7 @@ to load.
 The documents are those ``scale.py`` stores: LoCoMo turns numbered ``(#i)`` in sessions of 20,
 each with its neighbours in the session as context and one of ten tags as metadata, stemmed
 as the service stems them (each distinct turn once; the number is one more word). They are
-built into ``lexical_postings`` arrays, written, opened memory-mapped, and searched through
+built into ``lexical/postings.py`` arrays, written, opened memory-mapped, and searched through
 ``StoredScope`` with --queries LoCoMo questions, limit 30 (the service's candidate pool) and
 480 (a search filtered on the memory's fields takes 16 × its pool), before and after
 --changes documents are rewritten in memory (the changes since a build). The reference is the
@@ -37,11 +37,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from service_latency import corpus
 
-from agentcore.adapters.db.lexical import query_terms
-from agentcore.adapters.db.lexical_coverage import K1, FtsStems, length_norm
-from agentcore.adapters.db.lexical_postings import Document, Postings
-from agentcore.adapters.db.lexical_scope import LAYERS, Query, document_stems
-from agentcore.adapters.db.lexical_stored import StoredScope
+from agentcore.adapters.db.lexical.coverage import K1, FtsStems, length_norm
+from agentcore.adapters.db.lexical.postings import Document, Postings
+from agentcore.adapters.db.lexical.scope import LAYERS, Query, document_stems
+from agentcore.adapters.db.lexical.stored import StoredScope
+from agentcore.adapters.db.lexical.writer import query_terms
 
 SESSION = 20
 TAGS = 10

@@ -62,7 +62,9 @@ from service_latency import corpus, percentiles
 from serving import embedded_env, free_port, serve
 
 from agentcore.adapters.db.engine import create_engine
-from agentcore.adapters.db.lexical import (
+from agentcore.adapters.db.lexical.coverage import SEARCHED
+from agentcore.adapters.db.lexical.search import SqlLexicalIndex
+from agentcore.adapters.db.lexical.writer import (
     BODY,
     FTS_DOCS,
     FTS_TABLE,
@@ -71,8 +73,6 @@ from agentcore.adapters.db.lexical import (
     query_terms,
     scope_token,
 )
-from agentcore.adapters.db.lexical_coverage import SEARCHED
-from agentcore.adapters.db.lexical_search import SqlLexicalIndex
 from agentcore.adapters.vectors.edge import EdgeVectorStore
 from agentcore.adapters.vectors.edge_shard import SEARCH_PARAMS
 from agentcore.bootstrap import build_container, build_embedder

@@ -10,7 +10,7 @@ from functools import partial
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from agentcore.adapters.db.engine import create_engine
-from agentcore.adapters.db.lexical_search import SqlLexicalIndex
+from agentcore.adapters.db.lexical.search import SqlLexicalIndex
 from agentcore.adapters.db.migrate import SchemaCheck
 from agentcore.adapters.db.uow import SqlUnitOfWorkFactory
 from agentcore.adapters.outages import DATABASE, VECTOR_STORE

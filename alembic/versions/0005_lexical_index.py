@@ -2,7 +2,7 @@
 
 SQLite: an FTS5 table (porter stemmer) keyed by ``memory_lexical_docs``. Postgres: a table of
 the document fields with a generated, weighted tsvector, and the postings (lexeme, memory,
-weighted frequency) derived from it by a trigger. See ``agentcore.adapters.db.lexical``.
+weighted frequency) derived from it by a trigger. See ``agentcore.adapters.db.lexical.writer``.
 
 Revision ID: 0005
 Revises: 0004
@@ -18,7 +18,7 @@ from typing import Any
 import sqlalchemy as sa
 from alembic import op
 
-from agentcore.adapters.db.lexical import (
+from agentcore.adapters.db.lexical.writer import (
     BODY,
     FTS_DOCS,
     FTS_TABLE,

@@ -2,7 +2,7 @@
 
 Each row names a memory whose lexical document was written, rewritten or deleted, and its
 scope, numbered in commit order (``AUTOINCREMENT``: numbers are never reused). See
-``agentcore.adapters.db.lexical_memory``. PostgreSQL searches its own postings and has no log.
+``agentcore.adapters.db.lexical.in_memory``. PostgreSQL searches its own postings and has no log.
 
 Revision ID: 0006
 Revises: 0005
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from alembic import op
 
-from agentcore.adapters.db.lexical import CHANGES
+from agentcore.adapters.db.lexical.writer import CHANGES
 
 revision: str = "0006"
 down_revision: str | None = "0005"

@@ -19,10 +19,10 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from agentcore.adapters.db.engine import ThreadedReader, create_engine
-from agentcore.adapters.db.lexical import FTS_DOCS, FTS_TABLE, query_terms, scope_token
-from agentcore.adapters.db.lexical_coverage import ScopeFrequencies
-from agentcore.adapters.db.lexical_pg import QueryWeights, TermStats
-from agentcore.adapters.db.lexical_search import SqlLexicalIndex
+from agentcore.adapters.db.lexical.coverage import ScopeFrequencies
+from agentcore.adapters.db.lexical.postgres import QueryWeights, TermStats
+from agentcore.adapters.db.lexical.search import SqlLexicalIndex
+from agentcore.adapters.db.lexical.writer import FTS_DOCS, FTS_TABLE, query_terms, scope_token
 from agentcore.adapters.db.migrate import alembic_config
 from agentcore.adapters.db.repositories import memory_values
 from agentcore.adapters.db.tables import MemoryRow

@@ -1,5 +1,5 @@
-"""The in-memory lexical index (``lexical_memory``) behind ``SqlLexicalIndex`` on SQLite: kept in
-step with every committed write through the change log, whichever engine wrote it."""
+"""The in-memory lexical index (``lexical/in_memory.py``) behind ``SqlLexicalIndex`` on SQLite:
+kept in step with every committed write through the change log, whichever engine wrote it."""
 
 from __future__ import annotations
 
@@ -14,11 +14,12 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from agentcore.adapters.db import lexical, lexical_memory
 from agentcore.adapters.db.engine import create_engine
-from agentcore.adapters.db.lexical import CHANGES
-from agentcore.adapters.db.lexical_scope import ScopeDocuments
-from agentcore.adapters.db.lexical_search import SqlLexicalIndex
+from agentcore.adapters.db.lexical import in_memory
+from agentcore.adapters.db.lexical import writer as lexical_writer
+from agentcore.adapters.db.lexical.scope import ScopeDocuments
+from agentcore.adapters.db.lexical.search import SqlLexicalIndex
+from agentcore.adapters.db.lexical.writer import CHANGES
 from agentcore.adapters.db.uow import SqlUnitOfWorkFactory
 from agentcore.domain.models import ScopeIds
 from agentcore.services.ports import VectorFilter
@@ -78,8 +79,8 @@ async def test_writes_of_another_engine_are_seen_by_the_next_search(
 async def test_the_log_keeps_the_latest_changes_and_a_reader_behind_it_reloads(
     service: Service, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(lexical, "CHANGES_KEPT", 3)
-    monkeypatch.setattr(lexical, "_PRUNE_EVERY", 2)
+    monkeypatch.setattr(lexical_writer, "CHANGES_KEPT", 3)
+    monkeypatch.setattr(lexical_writer, "_PRUNE_EVERY", 2)
     index, writer = service.index, service.writer
     (first,) = turns("The cello lessons start in June.")
     await add_all(writer, [first])
@@ -161,7 +162,7 @@ def test_scope_documents_reuse_slots_and_keep_postings_in_step() -> None:
 async def test_a_larger_scope_loads_aside_while_fts5_answers(
     service: Service, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(lexical_memory, "_LOAD_NOW", 0)
+    monkeypatch.setattr(in_memory, "_LOAD_NOW", 0)
     index, writer = service.index, service.writer
     lexicon = index._lexicon
     assert lexicon is not None

@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from agentcore.adapters.db.engine import create_engine
-from agentcore.adapters.db.lexical_search import SqlLexicalIndex
+from agentcore.adapters.db.lexical.search import SqlLexicalIndex
 from agentcore.adapters.db.uow import SqlUnitOfWorkFactory
 from agentcore.bootstrap import build_container
 from agentcore.config import Settings

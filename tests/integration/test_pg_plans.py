@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import event
 
 from agentcore.adapters.db.engine import create_engine
-from agentcore.adapters.db.lexical_search import SqlLexicalIndex
+from agentcore.adapters.db.lexical.search import SqlLexicalIndex
 from agentcore.adapters.db.uow import SqlUnitOfWorkFactory
 from agentcore.services.ports import VectorFilter
 

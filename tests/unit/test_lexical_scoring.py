@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentcore.adapters.db.lexical import WORD
-from agentcore.adapters.db.lexical_coverage import FtsStems, _stem_starts, varints
-from agentcore.adapters.db.lexical_search import FINDING_FLOOR, FINDING_SHARE, _finding_terms
+from agentcore.adapters.db.lexical.coverage import FtsStems, _stem_starts, varints
+from agentcore.adapters.db.lexical.search import FINDING_FLOOR, FINDING_SHARE, _finding_terms
+from agentcore.adapters.db.lexical.writer import WORD
 
 ROOT = Path(__file__).resolve().parents[2]
 # Endings Porter rewrites, and short words whose kept part changes ("say" -> "sai").

@@ -1,4 +1,4 @@
-"""The stored lexical index of a large scope (``lexical_postings``, ``lexical_stored``): its
+"""The stored lexical index of a large scope (``lexical/postings.py``, ``lexical/stored.py``): its
 MaxScore search gives the exhaustive BM25 of the in-memory index on real conversations, sees
 writes and deletions made after its build at once, and answers the same once reopened."""
 
@@ -11,17 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from agentcore.adapters.db.lexical import query_terms, scope_token
-from agentcore.adapters.db.lexical_coverage import FtsStems
-from agentcore.adapters.db.lexical_postings import Document, Postings
-from agentcore.adapters.db.lexical_scope import (
+from agentcore.adapters.db.lexical.coverage import FtsStems
+from agentcore.adapters.db.lexical.postings import Document, Postings
+from agentcore.adapters.db.lexical.scope import (
     LAYERS,
     LexicalScope,
     Query,
     ScopeDocuments,
     document_stems,
 )
-from agentcore.adapters.db.lexical_stored import StoredIndexes, StoredScope
+from agentcore.adapters.db.lexical.stored import StoredIndexes, StoredScope
+from agentcore.adapters.db.lexical.writer import query_terms, scope_token
 
 LOCOMO = Path("/work/shared/data/locomo/locomo10.json")
 STEMS = FtsStems()

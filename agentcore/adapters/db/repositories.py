@@ -36,7 +36,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from agentcore.adapters.db.dialect import chunks, insert_ignoring_conflicts_of, upsert
 from agentcore.adapters.db.engine import driver_rows
 from agentcore.adapters.db.filter_sql import filter_sql
-from agentcore.adapters.db.lexical import LexicalWriter
+from agentcore.adapters.db.lexical.writer import LexicalWriter
 from agentcore.adapters.db.tables import (
     MemoryHistoryRow,
     MemoryRow,

@@ -1,8 +1,8 @@
 """The stored lexical index of one scope, built in a process of its own.
 
-``python -m agentcore.adapters.db.lexical_builder DATABASE SCOPE_KEY PREFIX`` reads the
+``python -m agentcore.adapters.db.lexical.builder DATABASE SCOPE_KEY PREFIX`` reads the
 scope's documents from the SQLite file (read-only), stems them as the serving process does
-(``lexical_scope.document_stems``) and writes ``PREFIX-<seq>`` (``lexical_postings``), seq
+(``scope.document_stems``) and writes ``PREFIX-<seq>`` (``postings``), seq
 being the last change of the log read before the documents: the changes after it are applied
 by the serving process. Reading and stemming a million documents takes minutes of one core,
 which would hold the server's GIL; here it runs at a lower CPU priority, and on Linux it dies
@@ -21,10 +21,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from agentcore.adapters.child_process import die_with
-from agentcore.adapters.db.lexical import CHANGES, FTS_DOCS, FTS_TABLE
-from agentcore.adapters.db.lexical_coverage import FtsStems
-from agentcore.adapters.db.lexical_postings import Document, Postings
-from agentcore.adapters.db.lexical_scope import LAYERS, document_stems, epoch
+from agentcore.adapters.db.lexical.coverage import FtsStems
+from agentcore.adapters.db.lexical.postings import Document, Postings
+from agentcore.adapters.db.lexical.scope import LAYERS, document_stems, epoch
+from agentcore.adapters.db.lexical.writer import CHANGES, FTS_DOCS, FTS_TABLE
 from agentcore.adapters.db.tables import MemoryRow
 
 log = logging.getLogger(__name__)

@@ -6,7 +6,7 @@ the lexical score by the share of the query's terms a document contains (its cov
 question. Each term weighs its inverse document frequency over the caller's scopes, so a word
 found everywhere in them (a speaker's name) counts for little. A document is the memory's
 lexical document (its content, its neighbours' content and its metadata:
-``agentcore.adapters.db.lexical``), and terms are compared as the index stems them:
+``agentcore.adapters.db.lexical.writer``), and terms are compared as the index stems them:
 PostgreSQL reads its postings; SQLite reads the documents' words and stems them with the
 index's own tokenizer.
 """
@@ -27,7 +27,7 @@ import numpy.typing as npt
 from sqlalchemy import String, bindparam, text
 from sqlalchemy.engine import Connection
 
-from agentcore.adapters.db.lexical import (
+from agentcore.adapters.db.lexical.writer import (
     BODY,
     FTS_DOCS,
     FTS_TABLE,

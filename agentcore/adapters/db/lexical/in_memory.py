@@ -14,15 +14,15 @@ up again.
 A scope of up to ``stored_documents`` documents is held in memory (``ScopeDocuments``): read
 from SQLite, within the search when small, on a thread of its own otherwise (FTS5 answers
 meanwhile); such scopes are kept up to ``max_documents`` in all, the least recently searched
-dropped first. A larger scope is searched from its stored index (``lexical_stored``: arrays
+dropped first. A larger scope is searched from its stored index (``stored``: arrays
 on disk beside the database, memory-mapped, built by a process of its own, plus the documents
 changed since the build), so it opens in milliseconds after a restart and its memory is the
-kernel's page cache; until its first build is done FTS5 answers for it (``lexical_search``).
+kernel's page cache; until its first build is done FTS5 answers for it (``search``).
 It is built again once the changes since the last build pass ``_REBUILD_SHARE`` of it (at most
 ``_REBUILD_MOST``). Without a directory for the stored indexes (an in-memory database), a scope
 over ``max_documents`` stays on FTS5.
 
-Documents are tokenized as ``lexical_coverage`` reads FTS5's: lower-cased words, stemmed by
+Documents are tokenized as ``coverage`` reads FTS5's: lower-cased words, stemmed by
 the index's own tokenizer (``FtsStems``); stop words are counted in a document's length and
 not kept.
 """
@@ -42,11 +42,10 @@ from sqlalchemy.engine import Connection
 
 from agentcore.adapters.db.dialect import chunks
 from agentcore.adapters.db.engine import driver_rows
-from agentcore.adapters.db.lexical import CHANGES, FTS_DOCS
-from agentcore.adapters.db.lexical_builder import SCOPE_DOCUMENTS
-from agentcore.adapters.db.lexical_coverage import FtsStems, Matches
-from agentcore.adapters.db.lexical_postings import Postings
-from agentcore.adapters.db.lexical_scope import (
+from agentcore.adapters.db.lexical.builder import SCOPE_DOCUMENTS
+from agentcore.adapters.db.lexical.coverage import FtsStems, Matches
+from agentcore.adapters.db.lexical.postings import Postings
+from agentcore.adapters.db.lexical.scope import (
     Hit,
     LexicalScope,
     Query,
@@ -54,7 +53,8 @@ from agentcore.adapters.db.lexical_scope import (
     document_stems,
     epoch,
 )
-from agentcore.adapters.db.lexical_stored import StoredIndexes, StoredScope
+from agentcore.adapters.db.lexical.stored import StoredIndexes, StoredScope
+from agentcore.adapters.db.lexical.writer import CHANGES, FTS_DOCS
 
 _LOAD_NOW = 2_000  # scopes up to this many documents load within the search (~0.2 s)
 _RECHECK_SECONDS = 60.0  # a scope too large to hold is counted again after this

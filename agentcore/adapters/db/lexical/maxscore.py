@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from agentcore.adapters.db.lexical_coverage import K1, B
-from agentcore.adapters.db.lexical_postings import Postings
-from agentcore.adapters.db.lexical_scope import Query
+from agentcore.adapters.db.lexical.coverage import K1, B
+from agentcore.adapters.db.lexical.postings import Postings
+from agentcore.adapters.db.lexical.scope import Query
 
 Slots = npt.NDArray[np.signedinteger[Any]]  # slots of a scope's stored documents
 Keep = Callable[[Slots], npt.NDArray[np.bool_]]

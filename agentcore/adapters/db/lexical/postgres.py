@@ -22,8 +22,8 @@ from sqlalchemy import Float, Integer, String, bindparam, column, text
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from agentcore.adapters.db.lexical import FTS_TABLE, FTS_TERMS, PG_CONFIG
-from agentcore.adapters.db.lexical_coverage import K1, bm25_idf, idf
+from agentcore.adapters.db.lexical.coverage import K1, bm25_idf, idf
+from agentcore.adapters.db.lexical.writer import FTS_TABLE, FTS_TERMS, PG_CONFIG
 
 _CACHE = 100_000  # lexemes and counts kept, each
 

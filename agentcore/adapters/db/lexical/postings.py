@@ -1,5 +1,5 @@
 """A scope's lexical documents as arrays on disk, read memory-mapped: what a large scope is
-searched from (``lexical_stored``), built aside from SQLite (``lexical_builder``).
+searched from (``stored``), built aside from SQLite (``builder``).
 
 One directory per build, written once and never changed (numpy ``.npy`` files, then
 ``meta.json`` last). With N documents, T stems and P (document, stem) pairs:
@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from agentcore.adapters.db.lexical_coverage import K1, length_norm
+from agentcore.adapters.db.lexical.coverage import K1, length_norm
 
 FORMAT = 2  # 2: per stem its largest impact (1: its largest frequency and shortest document)
 META = "meta.json"

@@ -1,7 +1,7 @@
 """One scope's lexical documents, held in memory, and a query's BM25F weights over some scopes.
 
 A scope is searched through ``LexicalScope``: ``ScopeDocuments`` holds its documents in
-memory (postings as dicts, numpy arrays per stem built when searched); ``lexical_stored``
+memory (postings as dicts, numpy arrays per stem built when searched); ``stored``
 keeps a large scope's documents on disk instead. BM25 uses k1 1.2, b 0.75, term frequencies
 weighted by field (``FIELD_WEIGHTS``), and document frequencies and lengths over the scopes
 searched (``Query.over``).
@@ -17,8 +17,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from agentcore.adapters.db.lexical import STOP_WORDS, WORD
-from agentcore.adapters.db.lexical_coverage import (
+from agentcore.adapters.db.lexical.coverage import (
     FIELD_WEIGHTS,
     K1,
     FtsStems,
@@ -26,6 +25,7 @@ from agentcore.adapters.db.lexical_coverage import (
     idf,
     length_norm,
 )
+from agentcore.adapters.db.lexical.writer import STOP_WORDS, WORD
 from agentcore.adapters.db.types import sqlite_datetime
 from agentcore.domain.models import Layer
 

@@ -1,7 +1,7 @@
-"""Searching the lexical index (``agentcore.adapters.db.lexical`` keeps its documents): BM25
+"""Searching the lexical index (``agentcore.adapters.db.lexical.writer`` keeps its documents): BM25
 over the caller's scopes, and the query-term coverage of candidate documents.
 
-SQLite: the scopes searched are scored outside FTS5 (``lexical_memory``: held in memory, or a
+SQLite: the scopes searched are scored outside FTS5 (``in_memory``: held in memory, or a
 large scope from its stored index); a search filtered on the memory's fields (``where``:
 stage, tags, metadata, times...) takes the best 16 × its limit there and keeps those the rows
 pass. A scope not taken up yet (loading, its first build under way), or a filtered search
@@ -9,7 +9,7 @@ whose prefetch held too few that pass, goes to FTS5, which ranks with its own bm
 (document frequencies over the whole table). The FTS5 statement of the usual filter shapes
 is built once and reused with new parameters, and each call's statements run whole on a
 worker thread (``ThreadedReader``). PostgreSQL: the query computes BM25 from the postings,
-with frequencies over the caller's scopes (``lexical_pg``).
+with frequencies over the caller's scopes (``postgres``).
 """
 
 from __future__ import annotations
@@ -44,7 +44,18 @@ from sqlalchemy.sql.elements import ColumnClause
 from agentcore.adapters.db.dialect import chunks
 from agentcore.adapters.db.engine import ThreadedReader, for_reads
 from agentcore.adapters.db.filter_sql import filter_sql
-from agentcore.adapters.db.lexical import (
+from agentcore.adapters.db.lexical.coverage import (
+    SEARCHED,
+    FtsStems,
+    ScopeFrequencies,
+    scopes_match,
+    sqlite_matches,
+)
+from agentcore.adapters.db.lexical.in_memory import MemoryLexicon
+from agentcore.adapters.db.lexical.postgres import QueryWeights, TermStats, bm25_statement
+from agentcore.adapters.db.lexical.postgres import coverage as pg_coverage
+from agentcore.adapters.db.lexical.stored import StoredIndexes
+from agentcore.adapters.db.lexical.writer import (
     BODY,
     FTS_DOCS,
     FTS_TABLE,
@@ -53,17 +64,6 @@ from agentcore.adapters.db.lexical import (
     query_terms,
     scope_token,
 )
-from agentcore.adapters.db.lexical_coverage import (
-    SEARCHED,
-    FtsStems,
-    ScopeFrequencies,
-    scopes_match,
-    sqlite_matches,
-)
-from agentcore.adapters.db.lexical_memory import MemoryLexicon
-from agentcore.adapters.db.lexical_pg import QueryWeights, TermStats, bm25_statement
-from agentcore.adapters.db.lexical_pg import coverage as pg_coverage
-from agentcore.adapters.db.lexical_stored import StoredIndexes
 from agentcore.adapters.db.repositories import memory_from_row, select_by_ids, sqlite_memories
 from agentcore.adapters.db.tables import MemoryRow
 from agentcore.adapters.db.types import UTCDateTime
@@ -144,7 +144,7 @@ class SqlLexicalIndex:
         """The stored memories among ``memory_ids`` and the idf-weighted share of the query's
         terms (distinct stems) each one's document holds, in (0, 1], frequencies over
         ``flt``'s scopes; memories holding none are left out. SQLite also gives each one's
-        BM25 (``lexical_coverage.sqlite_matches``); PostgreSQL does not. With ``flt.where``,
+        BM25 (``coverage.sqlite_matches``); PostgreSQL does not. With ``flt.where``,
         only the memories that satisfy it are read (the database tests it)."""
         terms = query_terms(query)
         keys = list(dict.fromkeys(flt.scope_keys))
@@ -183,7 +183,7 @@ class SqlLexicalIndex:
 
     @property
     def documents_in_memory(self) -> int:
-        """SQLite: the lexical documents held in memory (``lexical_memory``); else 0."""
+        """SQLite: the lexical documents held in memory (``in_memory``); else 0."""
         return 0 if self._lexicon is None else self._lexicon.documents
 
     @property

@@ -1,16 +1,16 @@
 """A large scope's lexical documents searched from disk: the stored arrays of its last build
-(``lexical_postings``), memory-mapped, with the documents changed since held in memory.
+(``postings``), memory-mapped, with the documents changed since held in memory.
 
 ``StoredScope`` answers for a scope as ``ScopeDocuments`` does. A document written, rewritten
 or deleted after the build is masked in the stored arrays and, unless deleted, held in memory
 (``delta``): a search sees every change at once, and the scope's statistics (documents,
 lengths, each stem's documents) stay exact. Its best stored documents are found by MaxScore
-(``lexical_maxscore``: exact BM25 without walking the frequent stems' long postings), the
+(``maxscore``: exact BM25 without walking the frequent stems' long postings), the
 changed ones as ``ScopeDocuments`` finds them.
 
 ``StoredIndexes`` keeps the builds of a database's scopes in one directory beside the SQLite
 file (``<name>-<seq>``, seq: the last change of the log the build includes) and starts a build
-(``lexical_builder``, a process of its own) when asked.
+(``builder``, a process of its own) when asked.
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from agentcore.adapters.db.lexical import scope_token
-from agentcore.adapters.db.lexical_maxscore import MaxScore, Slots
-from agentcore.adapters.db.lexical_postings import META, Postings
-from agentcore.adapters.db.lexical_scope import Hit, Query, ScopeDocuments, layer_codes
+from agentcore.adapters.db.lexical.maxscore import MaxScore, Slots
+from agentcore.adapters.db.lexical.postings import META, Postings
+from agentcore.adapters.db.lexical.scope import Hit, Query, ScopeDocuments, layer_codes
+from agentcore.adapters.db.lexical.writer import scope_token
 
 log = logging.getLogger(__name__)
 
@@ -207,7 +207,7 @@ class StoredIndexes:
             [
                 sys.executable,
                 "-m",
-                "agentcore.adapters.db.lexical_builder",
+                "agentcore.adapters.db.lexical.builder",
                 str(self._database),
                 key,
                 str(self._root / scope_token(key)),

@@ -6,7 +6,7 @@ Each memory has one document with four weighted fields: ``body`` (its content, w
 layer and session, weight 0.35 each: a reply is found by the question it answers) and ``meta``
 (its key, tags and string metadata values such as a speaker or a date, weight 0.5). Documents
 are written by ``LexicalWriter`` inside the memory's own transaction, so the index is never
-behind the memories table; ``lexical_search.SqlLexicalIndex`` searches it, restricted to the
+behind the memories table; ``search.SqlLexicalIndex`` searches it, restricted to the
 caller's scope keys and filters, and joins the memories table, so a deleted or expired memory
 never comes back.
 
@@ -194,7 +194,7 @@ class LexicalWriter:
 
     async def _log(self, changed: Mapping[str, str]) -> None:
         """SQLite: note the changed documents (memory id -> scope key) in ``CHANGES`` for the
-        in-memory index (``lexical_memory``), and now and then forget the oldest changes."""
+        in-memory index (``in_memory``), and now and then forget the oldest changes."""
         if self._pg or not changed:
             return
         values = ", ".join(f"(:id{i}, :key{i})" for i in range(len(changed)))
