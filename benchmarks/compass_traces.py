@@ -42,7 +42,7 @@ from agentcore.adapters.db.migrate import upgrade
 from agentcore.adapters.tokens import BpeTokenCounter
 from agentcore.bootstrap import Container, build_container
 from agentcore.config import Settings
-from agentcore.domain.critical_facts import missing_facts
+from agentcore.domain.fact_checks import missing_facts
 from agentcore.domain.models import ScopeIds
 from agentcore.domain.records import NewMemory
 

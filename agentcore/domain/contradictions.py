@@ -16,7 +16,7 @@ and differ in exactly one way:
   or employer whose values are both proper names ("Jo lives in Paris" / "Jo lives in
   Berlin", "works at Acme" / "works at Initech").
 
-Words are compared as ``critical_facts.terms`` does: lowercase, crudely stemmed, stopwords
+Words are compared as ``fact_text.terms`` does: lowercase, crudely stemmed, stopwords
 removed. Of two contradicting memories the **preferred** one is the one of the more
 specific scope (DESIGN §1 precedence), else the more recently updated one; the other is
 **superseded** by it.
@@ -30,14 +30,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TypeVar
 
-from agentcore.domain.critical_facts import (
-    Terms,
-    split_clauses,
-    split_sentences,
-    stem,
-    terms,
-    tokens,
-)
+from agentcore.domain.fact_text import Terms, split_clauses, split_sentences, stem, terms, tokens
 from agentcore.domain.models import Memory
 
 SCAN_CHARS = 2_000  # the part of each memory compared; long documents are not facts
@@ -109,7 +102,7 @@ def _clauses(text: str) -> tuple[Clause, ...]:
 
 
 def _terms(clause: str) -> Terms:
-    """``critical_facts.terms`` of the clause, word by word (each word's terms cached)."""
+    """``fact_text.terms`` of the clause, word by word (each word's terms cached)."""
     words, numbers, negations = set(), set(), 0
     for token in tokens(clause):
         kind, value = _word(token)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 
-from agentcore.domain.critical_facts import split_sentences
+from agentcore.domain.fact_text import split_sentences
 
 SCAN_CHARS = 4_000  # rules are stated up front; a long text is not scanned to the end
 

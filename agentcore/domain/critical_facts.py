@@ -1,6 +1,5 @@
-"""Critical facts of a text, and the checks a compression must pass (FR-3.3). Pure English
-heuristics, no model: the same rules for every engine, so a summary is judged the same way
-whoever wrote it.
+"""Critical facts of a text (FR-3.3): the clauses a compression must keep. Pure English
+heuristics, no model: the same rules for every engine.
 
 A **critical fact** is a clause a reader must not lose: a standing constraint ("must",
 "never"/"always" + a present-tense verb, "do not ...", "required", "deadline", a numeric limit
@@ -10,66 +9,29 @@ a URL, an e-mail address), or any sentence of a memory flagged critical. Epistem
 narrative uses are not constraints: "that must be hard", "I've always wanted...", "I never
 thought...", "we met on 3 May". Questions state nothing and hold no fact.
 
-A fact is **retained** by a summary when one summary sentence, or two adjacent ones, hold at
-least ``MIN_COVERAGE`` of the fact's content words (lowercase, crudely stemmed, stopwords
-removed), every number of the fact exactly, and a negation if the fact has one.
-
-A summary **contradicts** its source when one of its clauses is aligned with source clauses
-(they share at least two content words and ``ALIGNMENT`` of the smaller clause's words) and
-every aligned source clause has the opposite polarity (an odd versus even count of negations:
-"never", "not", "no"...), or states a number none of them states.
+Whether a summary retains a fact, or contradicts its source, is ``fact_checks``'; the text
+units both work on (sentences, clauses, terms) are ``fact_text``'s.
 """
 
 from __future__ import annotations
 
-import itertools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from functools import lru_cache
 
-MIN_COVERAGE = 0.8
-ALIGNMENT = 0.75
-
-
-def _word_set(words: str) -> frozenset[str]:
-    return frozenset(words.split())
-
-
-_SENTENCE = re.compile(r"(?<=[.!?…])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])|\n+")
-_ABBREVIATION = re.compile(r"\b(?:[A-Z]|Mr|Mrs|Ms|Dr|Prof|St|vs|etc|e\.g|i\.e|approx|No)\.$")
-_CLAUSE = re.compile(r"\s*(?:[,;:](?=\s)|\s[-–—](?=\s))\s*")
-_TOKEN = re.compile(r"[A-Za-z0-9$€£]+(?:['’.:/@-][A-Za-z0-9]+)*")
-_NUMBER_WORDS = {
-    "zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
-    "seven": "7", "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12",
-}  # fmt: skip
-_NEGATIONS = {"not", "no", "never", "none", "nothing", "nobody", "neither", "nor", "without"}
-_STOPWORDS = _word_set(
-    "a an the and or but if then so as of at by for from in into on onto to with about over "
-    "under up down out off again further once here there when where why how all any both each "
-    "few more most other some such own same than too very can will just should now i me my "
-    "myself we our ours you your yours he him his she her hers it its they them their theirs "
-    "what which who whom this that these those am is are was were be been being have has had "
-    "having do does did doing would could might may shall also really it's i'm i've i'll i'd "
-    "you're you've that's there's let's oh yeah yes hey hi wow okay ok well like get got "
-    "gonna wanna lot lots thing things something anything everything much many even still "
-    "though although because while during before after since until actually basically "
-    "literally totally honestly definitely absolutely kinda super"
+from agentcore.domain.fact_checks import covered
+from agentcore.domain.fact_text import (
+    NUMBER_WORDS,
+    STOPWORDS,
+    Terms,
+    clause_spans,
+    compact,
+    split_sentences,
+    terms,
+    word_set,
 )
-_FILLER = re.compile(
-    r"\b(?:really|just|actually|basically|literally|totally|honestly|definitely|absolutely|"
-    r"kinda|super|kind of|sort of|you know|i mean)\b\s*",
-    re.IGNORECASE,
-)
-_ARTICLE = re.compile(r"\b(?:the|a|an)\s+(?=[\w$€£])", re.IGNORECASE)
-_INTERJECTION = re.compile(
-    r"^(?:(?:hey|hi|hello|oh|ooh|wow|whoa|yeah|yep|yes|ok|okay|well|haha|hah|lol|omg|aw+|"
-    r"thanks|thank you|sure|great|cool|nice|awesome|amazing|ah|um|uh|hmm)"
-    r"(?:\s+[A-Z][a-z]+)?\s*[,!.…]+\s*)+",
-    re.IGNORECASE,
-)
+
 _SUBORDINATOR = re.compile(
     r"^(?:if|unless|when|whenever|until|before|after|because|since|although|though|while|"
     r"once|as long as|in case|otherwise|except|so that|or else|by|within|no later than|"
@@ -79,20 +41,20 @@ _SUBORDINATOR = re.compile(
 _CODE = re.compile(r"`[^`]*`")
 SHORT_FACT = 24  # words: a fact this short keeps its clauses together
 _RELATIVE = re.compile(r"^(?:which|who|whom|whose|where)\b", re.IGNORECASE)
-_PARTICIPLE_IRREGULAR = _word_set(
+_PARTICIPLE_IRREGULAR = word_set(
     "done made kept set sent paid built held put run shut met read written taken given seen "
     "known shown brought bought told left found got gotten had"
 )
-_PAST_IRREGULAR = _word_set(
+_PAST_IRREGULAR = word_set(
     "was were had did went thought knew saw got made felt said told took came became found "
     "gave heard left met ran won wrote understood forgot imagined dreamed been"
 )
-_NOT_RULE_AFTER = _word_set(
+_NOT_RULE_AFTER = word_set(
     "be been being there here so too very a an the my your our his her their it that this "
     "mind ever again"
 )
-_NOT_IMPERATIVE = _word_set("worry mind know think care feel be get")
-_ADVERBS = _word_set("really just also still ever even truly")
+_NOT_IMPERATIVE = word_set("worry mind know think care feel be get")
+_ADVERBS = word_set("really just also still ever even truly")
 _KEYWORDS = re.compile(
     r"\b(?:required|mandatory|compulsory|prohibited|forbidden|not allowed|"
     r"not permitted|deadline|due (?:by|on|date)|no later than|allergic to|allergy)\b",
@@ -101,7 +63,7 @@ _KEYWORDS = re.compile(
 _LIMIT = re.compile(
     r"\b(?:at most|at least|no more than|no less than|not more than|(?:not |never )?exceeds?|"
     r"maximum(?: of)?|minimum(?: of)?|max|min|up to|limit(?:ed)? (?:of|to|is)|capped at|"
-    r"budget (?:of|is))\s+(?:\$|€|£)?(?:\d|(?:" + "|".join(_NUMBER_WORDS) + r")\b)",
+    r"budget (?:of|is))\s+(?:\$|€|£)?(?:\d|(?:" + "|".join(NUMBER_WORDS) + r")\b)",
     re.IGNORECASE,
 )
 _DECISION = re.compile(
@@ -184,120 +146,6 @@ class CriticalFact:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class Terms:
-    """What the checks compare: content stems, exact numbers, and the count of negations."""
-
-    words: frozenset[str]
-    numbers: frozenset[str]
-    negations: int
-
-
-@dataclass(frozen=True, slots=True)
-class Contradiction:
-    summary_clause: str
-    source_clause: str
-    kind: str  # "negation" | "number"
-
-
-def split_sentences(text: str) -> list[str]:
-    parts: list[str] = []
-    for piece in _SENTENCE.split(text.strip()):
-        piece = piece.strip()
-        if not piece:
-            continue
-        if parts and _ABBREVIATION.search(parts[-1]):
-            parts[-1] = f"{parts[-1]} {piece}"
-        else:
-            parts.append(piece)
-    return parts
-
-
-def split_clauses(sentence: str) -> list[str]:
-    return [sentence[start:end] for start, end in _clause_spans(sentence)]
-
-
-def _clause_spans(sentence: str) -> list[tuple[int, int]]:
-    spans, start = [], 0
-    for separator in [*_CLAUSE.finditer(sentence), None]:
-        end = len(sentence) if separator is None else separator.start()
-        if sentence[start:end].strip():
-            spans.append((start, end))
-        start = len(sentence) if separator is None else separator.end()
-    return spans
-
-
-def tokens(text: str) -> list[str]:
-    """Lowercase word tokens; "don't" becomes "do", "not", "we'll" "we"; number words become
-    digits."""
-    out: list[str] = []
-    for raw in _TOKEN.findall(text.replace("’", "'")):
-        token = raw.lower().strip("$€£")
-        if token in ("cannot", "can't", "won't"):
-            out += ["can" if token != "won't" else "will", "not"]
-        elif token.endswith("n't"):
-            out += [token[:-3], "not"]
-        elif token.endswith(("'s", "'d", "'m")):
-            out.append(token[:-2])
-        elif token.endswith(("'ll", "'re", "'ve")):
-            out.append(token[:-3])
-        elif token:
-            out.append(_NUMBER_WORDS.get(token, token))
-    return out
-
-
-def stem(word: str) -> str:
-    """A crude, consistent stemmer: "fixes", "fixed", "fixing" → "fix"; "likes" → "lik"."""
-    for suffix, replacement in (("ies", "y"), ("ied", "y"), ("ing", ""), ("ed", ""), ("s", "")):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not word.endswith("ss"):
-            word = word[: -len(suffix)] + replacement
-            break
-    if len(word) > 3 and word[-1] == "e":
-        word = word[:-1]
-    if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "lsz":
-        word = word[:-1]
-    return word
-
-
-@lru_cache(maxsize=16_384)  # a compression asks for the same sentences' terms many times
-def terms(text: str) -> Terms:
-    """The comparable content of ``text``; interjections and fillers (what ``compact`` drops)
-    do not count, so a fact and its compacted form have the same terms."""
-    words, numbers, negations = set(), set(), 0
-    for token in tokens(_strip_filler(text)):
-        if token in _NEGATIONS:
-            negations += 1
-        elif any(ch.isdigit() for ch in token):
-            numbers.add(token)
-        elif token not in _STOPWORDS and len(token) > 1:
-            words.add(stem(token))
-    return Terms(frozenset(words), frozenset(numbers), negations)
-
-
-def compact(text: str) -> str:
-    """``text`` without leading interjections ("Hey Mel!", "Wow,") and filler words ("really",
-    "you know"). Negations, modals, numbers and content words are never removed."""
-    out = _strip_filler(text)
-    if out and out[0].islower() and text[:1].isupper():
-        out = out[0].upper() + out[1:]
-    content = terms(out)
-    return out if content.words or content.numbers else ""
-
-
-def terse(text: str) -> str:
-    """``compact`` without articles: how a fact is written into a tight summary ("Export
-    must keep column order of 2019 spec"). Its terms are the fact's terms."""
-    out = _ARTICLE.sub("", compact(text))
-    return out[:1].upper() + out[1:] if out[:1].islower() and text[:1].isupper() else out
-
-
-def _strip_filler(text: str) -> str:
-    out = _FILLER.sub("", _INTERJECTION.sub("", text.strip()))
-    out = re.sub(r"\s+([,.!?;:])", r"\1", re.sub(r"\s{2,}", " ", out))
-    out = re.sub(r"([,;:])(?:\s*[,;:])+", r"\1", out)
-    return re.sub(r"[,;:]+([.!?…])", r"\1", out).strip(" ,;:-")
-
-
 def extract_critical_facts(passages: Sequence[Passage]) -> list[CriticalFact]:
     """The critical facts of ``passages`` in order, duplicates merged (see the module doc)."""
     facts: list[CriticalFact] = []
@@ -323,7 +171,7 @@ def extract_critical_facts(passages: Sequence[Passage]) -> list[CriticalFact]:
 
 
 def _sentence_facts(sentence: str) -> list[tuple[str, FactKind]]:
-    spans = _clause_spans(sentence)
+    spans = clause_spans(sentence)
     clauses = [sentence[a:b] for a, b in spans]
     # Quoted code (`...`: an error message, a command) states no rule of its own.
     prose = _CODE.sub(lambda code: " " * len(code.group()), sentence)
@@ -384,7 +232,7 @@ def _is_constraint(clause: str) -> bool:
 
 _RULE_WORDS = frozenset({"must", "mustn't", "never", "always"})
 # Who may hold a standing rule ("I always...", "you must never..."), or a modal of obligation.
-_RULE_SUBJECTS = _word_set(
+_RULE_SUBJECTS = word_set(
     "i we you he she they one everyone everybody nobody should shall will 'll must"
 )
 
@@ -409,7 +257,7 @@ def _is_rule_word(raw: list[str], words: list[str], i: int) -> bool:
     before = words[i - 1] if i > 0 else ""
     before = before if "'" not in before else "'" + before.split("'", 1)[1]
     # "Jo never...": a name, not a capitalized first word such as "That" or "Painting".
-    named = i > 0 and raw[i - 1][:1].isupper() and before not in _STOPWORDS
+    named = i > 0 and raw[i - 1][:1].isupper() and before not in STOPWORDS
     named = named and not before.endswith("ing")
     if i > 0 and before not in _RULE_SUBJECTS and not named:
         return False
@@ -465,88 +313,3 @@ def _wider(
     if covered(old_terms, new_terms) and not flagged[0]:
         return new
     return None
-
-
-def covered(fact: Terms, window: Terms) -> bool:
-    """Whether ``window`` (summary text) keeps ``fact`` (see the module doc)."""
-    if not fact.numbers <= window.numbers or (fact.negations and not window.negations):
-        return False
-    if not fact.words:
-        return bool(fact.numbers) or fact.negations > 0
-    return len(fact.words & window.words) >= MIN_COVERAGE * len(fact.words)
-
-
-def missing_facts(facts: Sequence[str], summary: str) -> list[str]:
-    """The facts (as given) that ``summary`` does not retain."""
-    sentences = [terms(s) for s in split_sentences(summary)]
-    windows = sentences + [
-        Terms(a.words | b.words, a.numbers | b.numbers, a.negations + b.negations)
-        for a, b in itertools.pairwise(sentences)
-    ]
-    return [f for f in facts if not any(covered(terms(f), w) for w in windows)]
-
-
-def beyond(text: str, facts: Sequence[str]) -> str:
-    """``text`` without the sentences one of ``facts`` already says: what a summary adds to
-    the facts listed beside it."""
-    listed = [terms(f) for f in facts]
-    return " ".join(
-        s for s in split_sentences(text) if not any(covered(terms(s), f) for f in listed)
-    )
-
-
-def retention(facts: Sequence[str], summary: str) -> float:
-    """Share of ``facts`` retained by ``summary``; 1.0 when there are none."""
-    if not facts:
-        return 1.0
-    return 1 - len(missing_facts(facts, summary)) / len(facts)
-
-
-class SourceIndex:
-    """The source clauses of one compression, indexed by word, to check summaries against."""
-
-    def __init__(self, texts: Iterable[str]) -> None:
-        self._clauses: list[tuple[str, Terms]] = []
-        self._by_word: dict[str, list[int]] = {}
-        for text in texts:
-            for sentence in split_sentences(text):
-                for clause in split_clauses(sentence):
-                    t = terms(clause)
-                    if len(t.words) < 2:
-                        continue
-                    for word in t.words:
-                        self._by_word.setdefault(word, []).append(len(self._clauses))
-                    self._clauses.append((clause, t))
-
-    def contradictions(self, summary: str) -> list[Contradiction]:
-        found: list[Contradiction] = []
-        for sentence in split_sentences(summary):
-            for clause in split_clauses(sentence):
-                problem = self._check(clause, terms(clause))
-                if problem is not None:
-                    found.append(problem)
-        return found
-
-    def _check(self, clause: str, t: Terms) -> Contradiction | None:
-        if len(t.words) < 2:
-            return None
-        candidates = {i for word in t.words for i in self._by_word.get(word, ())}
-        aligned = []
-        for i in sorted(candidates):
-            source = self._clauses[i][1]
-            shared = len(t.words & source.words)
-            if shared >= 2 and shared >= ALIGNMENT * min(len(t.words), len(source.words)):
-                aligned.append(i)
-        if not aligned:
-            return None
-        sources = [self._clauses[i][1] for i in aligned]
-        first = self._clauses[aligned[0]][0]
-        if all(s.negations % 2 != t.negations % 2 for s in sources):
-            return Contradiction(clause, first, "negation")
-        numbered = [s for s in sources if s.numbers]
-        # A changed number is one no aligned source states (a summary line may join two
-        # source lines, a log's rows, and carry the numbers of both).
-        stated = frozenset().union(*(s.numbers for s in numbered))
-        if t.numbers and numbered and not t.numbers <= stated:
-            return Contradiction(clause, first, "number")
-        return None

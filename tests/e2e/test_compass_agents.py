@@ -16,7 +16,7 @@ from starlette.testclient import TestClient
 from agentcore.adapters.tokens import BpeTokenCounter
 from agentcore.api.app import create_app
 from agentcore.config import Settings
-from agentcore.domain.critical_facts import missing_facts
+from agentcore.domain.fact_checks import missing_facts
 from benchmarks.agent_traces import generate_traces
 from tests.agent_trace import CRITICAL, STAGES
 from tests.conftest import REDIS_SHIFT, empty_redis, migrate

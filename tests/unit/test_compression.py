@@ -14,8 +14,10 @@ import pytest
 
 from agentcore.adapters.compressors import ExtractiveEngine
 from agentcore.adapters.tokens import BpeTokenCounter
-from agentcore.domain.critical_facts import CriticalFact, FactKind, missing_facts, terse
+from agentcore.domain.critical_facts import CriticalFact, FactKind
 from agentcore.domain.errors import InvalidParams, InvalidState, ProviderError, Unauthorized
+from agentcore.domain.fact_checks import missing_facts
+from agentcore.domain.fact_text import terse
 from agentcore.domain.usage import TokenUsage
 from agentcore.services.compass.compression import ContextCompressor
 from agentcore.services.compass.drafts import (

@@ -4,17 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from agentcore.domain.critical_facts import (
-    FactKind,
-    Passage,
-    SourceIndex,
-    compact,
-    extract_critical_facts,
-    missing_facts,
-    retention,
-    split_sentences,
-    terse,
-)
+from agentcore.domain.critical_facts import FactKind, Passage, extract_critical_facts
+from agentcore.domain.fact_checks import SourceIndex, missing_facts, retention
+from agentcore.domain.fact_text import compact, split_sentences, terse
 
 
 def _facts(*texts: str, flagged: bool = False) -> list[tuple[str, FactKind]]:

@@ -30,17 +30,9 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agentcore.domain.critical_facts import (
-    ERROR_MARKER,
-    PRIORITY,
-    Terms,
-    compact,
-    covered,
-    split_sentences,
-    stem,
-    terms,
-    terse,
-)
+from agentcore.domain.critical_facts import ERROR_MARKER, PRIORITY
+from agentcore.domain.fact_checks import covered
+from agentcore.domain.fact_text import Terms, compact, split_sentences, stem, terms, terse
 from agentcore.services.compass.drafts import (
     CompressionItem,
     CompressionRequest,

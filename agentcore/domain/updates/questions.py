@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from agentcore.domain.critical_facts import stem
+from agentcore.domain.fact_text import stem
 from agentcore.domain.updates.vocabulary import (
     NAMED_ATTRIBUTES,
     NOT_ATTRIBUTES,

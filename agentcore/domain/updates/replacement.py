@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from agentcore.domain.critical_facts import stem, terms
+from agentcore.domain.fact_text import stem, terms
 from agentcore.domain.updates import cues
 from agentcore.domain.updates.subjects import (
     Subject,

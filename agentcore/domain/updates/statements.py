@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from agentcore.domain.critical_facts import stem
+from agentcore.domain.fact_text import stem
 from agentcore.domain.updates.vocabulary import (
     LEAD,
     MAX_SLOT,

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from agentcore.domain.critical_facts import stem
+from agentcore.domain.fact_text import stem
 from agentcore.domain.updates.vocabulary import NOT_NAMES, opening, plain, word_set
 
 # People and groups a speaker talks about by their relation to the speaker.

@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from agentcore.domain.critical_facts import stem
+from agentcore.domain.fact_text import stem
 
 MAX_SLOT = 120  # characters of a slot key or value kept (columns of that width)
 

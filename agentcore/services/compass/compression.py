@@ -4,7 +4,7 @@ LLM) writes a draft; the compressor checks every draft and falls back when the c
 
 Quality check (FR-3.3), after every draft:
 - critical-fact retention ≥ ``quality_threshold`` (1.0: every flagged sentence and constraint;
-  the spec allows 0.95), as defined in ``agentcore.domain.critical_facts`` (content words,
+  the spec allows 0.95), as defined in ``agentcore.domain.fact_checks`` (content words,
   exact numbers, negations);
 - the achieved ratio input/output tokens within the attempt's target ±``ratio_tolerance`` (20%);
 - no contradiction of the source introduced (a negation flip or a changed number).
@@ -33,19 +33,21 @@ from datetime import datetime
 
 from agentcore.domain.critical_facts import (
     PRIORITY,
-    Contradiction,
     CriticalFact,
     FactKind,
     Passage,
-    SourceIndex,
-    beyond,
     extract_critical_facts,
     merge_duplicates,
-    missing_facts,
-    retention,
-    terse,
 )
 from agentcore.domain.errors import AgentCoreError, InvalidParams, InvalidState
+from agentcore.domain.fact_checks import (
+    Contradiction,
+    SourceIndex,
+    beyond,
+    missing_facts,
+    retention,
+)
+from agentcore.domain.fact_text import terse
 from agentcore.domain.usage import TokenUsage
 from agentcore.services.compass.drafts import (
     Aggressiveness,

@@ -11,8 +11,9 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
-from agentcore.domain.critical_facts import Contradiction, CriticalFact
+from agentcore.domain.critical_facts import CriticalFact
 from agentcore.domain.errors import InvalidParams
+from agentcore.domain.fact_checks import Contradiction
 from agentcore.domain.usage import TokenUsage
 
 MIN_TARGET_RATIO = 1.5

@@ -34,7 +34,6 @@ from agentcore.domain.critical_facts import (
     Passage,
     extract_critical_facts,
     merge_duplicates,
-    terse,
 )
 from agentcore.domain.error_records import MEMORY_SOURCE as ERROR_MEMORY_SOURCE
 from agentcore.domain.errors import (
@@ -44,6 +43,7 @@ from agentcore.domain.errors import (
     TaskNotFound,
     error_from_code,
 )
+from agentcore.domain.fact_text import terse
 from agentcore.domain.models import Memory
 from agentcore.domain.stages import Stage, StageMemory, StageStatus, TaskContext
 from agentcore.services.compass.compression import REQUIRED_KINDS, ContextCompressor

@@ -45,10 +45,11 @@ from agentcore.domain.context_block import (
     one_line,
     pack,
 )
-from agentcore.domain.critical_facts import covered, terms
 from agentcore.domain.error_records import MEMORY_SOURCE as ERROR_SOURCE
 from agentcore.domain.error_records import ErrorPattern, ErrorRecord
 from agentcore.domain.errors import InvalidParams
+from agentcore.domain.fact_checks import covered
+from agentcore.domain.fact_text import terms
 from agentcore.domain.importance import CRITICAL as REQUIREMENT
 from agentcore.domain.models import Layer, Memory, ScopeIds
 from agentcore.domain.records import parse_layer

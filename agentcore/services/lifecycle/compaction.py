@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from agentcore.domain.critical_facts import covered, split_sentences, terms
 from agentcore.domain.errors import InvalidParams, InvalidScope, InvalidState
+from agentcore.domain.fact_checks import covered
+from agentcore.domain.fact_text import split_sentences, terms
 from agentcore.domain.models import EventKind, Memory, ScopeIds
 from agentcore.domain.records import NewMemory
 from agentcore.services.memory_manager import MemoryManager, Retire
