@@ -16,7 +16,7 @@ INWARD = {
     "domain": set(),
     "services": {"domain"},
     "adapters": {"domain", "services"},
-    "api": {"domain", "services", "adapters", "bootstrap", "client"},
+    "api": {"domain", "services", "bootstrap", "client"},
     "client": set(),
 }
 
