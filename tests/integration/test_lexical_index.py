@@ -23,8 +23,8 @@ from agentcore.adapters.db.lexical.coverage import ScopeFrequencies
 from agentcore.adapters.db.lexical.postgres import QueryWeights, TermStats
 from agentcore.adapters.db.lexical.search import SqlLexicalIndex
 from agentcore.adapters.db.lexical.writer import FTS_DOCS, FTS_TABLE, query_terms, scope_token
+from agentcore.adapters.db.memory_rows import memory_values
 from agentcore.adapters.db.migrate import alembic_config
-from agentcore.adapters.db.repositories import memory_values
 from agentcore.adapters.db.tables import MemoryRow
 from agentcore.adapters.db.uow import SqlUnitOfWorkFactory
 from agentcore.domain.errors import Conflict

@@ -13,8 +13,8 @@ import sqlalchemy as sa
 from alembic import command
 from alembic.script import ScriptDirectory
 
+from agentcore.adapters.db.memory_rows import memory_values
 from agentcore.adapters.db.migrate import SCRIPT_LOCATION, alembic_config, head_revision, upgrade
-from agentcore.adapters.db.repositories import memory_values
 from agentcore.adapters.db.tables import MemoryRow
 from agentcore.domain.models import ScopeIds
 from agentcore.domain.records import NewMemory, build_memory, content_hash

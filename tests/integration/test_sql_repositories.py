@@ -16,8 +16,8 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from agentcore.adapters.db.engine import create_engine
+from agentcore.adapters.db.memory_rows import sqlite_memories
 from agentcore.adapters.db.migrate import head_revision, upgrade
-from agentcore.adapters.db.repositories import sqlite_memories
 from agentcore.adapters.db.uow import SqlUnitOfWorkFactory, ping
 from agentcore.domain.errors import Conflict, MemoryNotFound
 from agentcore.domain.filter_grammar import parse_filter

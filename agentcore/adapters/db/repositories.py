@@ -1,20 +1,16 @@
-"""SQL repositories: memories (rows ⇄ domain ``Memory``, keyset pages), history, outbox,
-store settings. Each works inside the unit of work's ``AsyncSession``."""
+"""SQL repositories of memories (keyset pages, filters, exact duplicates, key lookups), their
+history and the store's settings; each works inside the unit of work's ``AsyncSession``.
+Rows ⇄ ``Memory`` is ``memory_rows``'; the vector outbox is ``outbox``'s."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import fields
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, cast
 
 from sqlalchemy import (
-    JSON,
-    Boolean,
-    Column,
     ColumnElement,
-    Select,
     String,
     Table,
     bindparam,
@@ -29,28 +25,32 @@ from sqlalchemy import (
     tuple_,
     update,
 )
-from sqlalchemy.engine import Connection, CursorResult
+from sqlalchemy.engine import CursorResult
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agentcore.adapters.db.dialect import chunks, insert_ignoring_conflicts_of, upsert
-from agentcore.adapters.db.engine import driver_rows
 from agentcore.adapters.db.filter_sql import filter_sql
 from agentcore.adapters.db.lexical.writer import LexicalWriter
+from agentcore.adapters.db.memory_rows import (
+    MEMORIES,
+    memory_from_row,
+    memory_values,
+    select_by_ids,
+    select_memories,
+)
 from agentcore.adapters.db.tables import (
     MemoryHistoryRow,
     MemoryRow,
     StoreSettingRow,
     VectorOutboxRow,
 )
-from agentcore.adapters.db.types import UTCDateTime, sqlite_datetime
+from agentcore.adapters.db.types import UTCDateTime
 from agentcore.domain.errors import Conflict, MemoryNotFound
 from agentcore.domain.filters import Filter
 from agentcore.domain.models import EventKind, Layer, Memory, MemoryEvent, ScopeIds, ScopeLevel
-from agentcore.domain.records import content_hash
-from agentcore.services.ports import Access, ListQuery, OutboxEntry
+from agentcore.services.ports import Access, ListQuery
 
-_TABLE = cast(Table, MemoryRow.__table__)
 _HISTORY = cast(Table, MemoryHistoryRow.__table__)
 _OUTBOX = cast(Table, VectorOutboxRow.__table__)
 _SETTINGS = cast(Table, StoreSettingRow.__table__)
@@ -59,79 +59,6 @@ _SCOPE_FIELDS = tuple(f.name for f in fields(ScopeIds))  # ScopeIds' order: buil
 _LAYERS = {layer.value: layer for layer in Layer}
 _LEVELS = {level.value: level for level in ScopeLevel}
 _TEXT_LOCKS = 0x54455854  # "TEXT": the first key of the advisory locks of one text in a scope
-
-
-def memory_values(memory: Memory) -> dict[str, Any]:
-    """The column values of ``memory`` (table column names, not attribute names)."""
-    scope = memory.scope.as_dict()
-    return {
-        "id": memory.id,
-        "content": memory.content,
-        "content_hash": content_hash(memory.content),
-        "layer": memory.layer.value,
-        "scope_level": memory.scope_level.value,
-        "scope_key": memory.scope_key,
-        **{name: scope[name] for name in _SCOPE_FIELDS},
-        "metadata": dict(memory.metadata),
-        "tags": list(memory.tags),
-        "key": memory.key,
-        "stage_id": memory.stage_id,
-        "critical": memory.critical,
-        "flagged": memory.flagged,
-        "sensitive": memory.sensitive,
-        "compacted_into_id": memory.compacted_into_id,
-        "fact_slot": memory.fact_slot,
-        "fact_value": memory.fact_value,
-        "valid_to": memory.valid_to,
-        "superseded_by": memory.superseded_by,
-        "importance": memory.importance,
-        "access_count": memory.access_count,
-        "last_accessed_at": memory.last_accessed_at,
-        "created_at": memory.created_at,
-        "updated_at": memory.updated_at,
-        "expires_at": memory.expires_at,
-        "source": memory.source,
-        "confidence": memory.confidence,
-        "promoted_from_id": memory.promoted_from_id,
-        "compacted_from_ids": list(memory.compacted_from_ids),
-        "created_in_session_id": memory.created_in_session_id,
-        "embedding_model": memory.embedding_model,
-    }
-
-
-def memory_from_row(row: Mapping[str, Any]) -> Memory:
-    """A memory from a row of the memories table (Core: column names, no ORM identity map)."""
-    return Memory(
-        id=row["id"],
-        content=row["content"],
-        layer=_LAYERS[row["layer"]],
-        scope_level=_LEVELS[row["scope_level"]],
-        scope=ScopeIds(*[row[name] for name in _SCOPE_FIELDS]),
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-        metadata=dict(row["metadata"] or {}),
-        tags=list(row["tags"] or []),
-        key=row["key"],
-        stage_id=row["stage_id"],
-        critical=row["critical"],
-        importance=row["importance"],
-        access_count=row["access_count"],
-        last_accessed_at=row["last_accessed_at"],
-        expires_at=row["expires_at"],
-        source=row["source"],
-        confidence=row["confidence"],
-        promoted_from_id=row["promoted_from_id"],
-        compacted_from_ids=list(row["compacted_from_ids"] or []),
-        created_in_session_id=row["created_in_session_id"],
-        embedding_model=row["embedding_model"],
-        flagged=row["flagged"],
-        sensitive=row["sensitive"],
-        compacted_into_id=row["compacted_into_id"],
-        fact_slot=row["fact_slot"],
-        fact_value=row["fact_value"],
-        valid_to=row["valid_to"],
-        superseded_by=row["superseded_by"],
-    )
 
 
 class SqlMemoryRepository:
@@ -146,7 +73,7 @@ class SqlMemoryRepository:
         """Raises ``Conflict`` when the id, or the key within the scope, is already taken.
 
         The transaction stays usable after a conflict."""
-        stmt = insert_ignoring_conflicts_of(self._dialect, _TABLE)
+        stmt = insert_ignoring_conflicts_of(self._dialect, MEMORIES)
         result = cast(CursorResult[Any], await self._session.execute(stmt, memory_values(memory)))
         if result.rowcount == 0:
             raise Conflict(
@@ -160,7 +87,7 @@ class SqlMemoryRepository:
         """One statement for the rows, a few for the lexical documents (``index_new``)."""
         if len(memories) == 1:
             return await self.add(memories[0])
-        stmt = insert_ignoring_conflicts_of(self._dialect, _TABLE)
+        stmt = insert_ignoring_conflicts_of(self._dialect, MEMORIES)
         values = [memory_values(memory) for memory in memories]
         result = cast(CursorResult[Any], await self._session.execute(stmt, values))
         if result.rowcount != len(memories):
@@ -172,7 +99,9 @@ class SqlMemoryRepository:
         return None
 
     async def get(self, memory_id: str) -> Memory | None:
-        rows = (await self._session.execute(_select().where(_TABLE.c.id == memory_id))).mappings()
+        rows = (
+            await self._session.execute(select_memories().where(MEMORIES.c.id == memory_id))
+        ).mappings()
         row = rows.one_or_none()
         return None if row is None else memory_from_row(row)
 
@@ -182,7 +111,7 @@ class SqlMemoryRepository:
         found: list[Memory] = []
         for stmt in select_by_ids(memory_ids):
             if where is not None:
-                stmt = stmt.where(filter_sql(self._dialect, _TABLE, where))
+                stmt = stmt.where(filter_sql(self._dialect, MEMORIES, where))
             rows = await self._session.execute(stmt)
             found.extend(memory_from_row(row) for row in rows.mappings())
         return found
@@ -192,7 +121,7 @@ class SqlMemoryRepository:
         ``Conflict`` if its key is taken in its scope (the unit of work must then be dropped)."""
         values = memory_values(memory)
         del values["id"]
-        stmt = update(_TABLE).where(_TABLE.c.id == memory.id).values(values)
+        stmt = update(MEMORIES).where(MEMORIES.c.id == memory.id).values(values)
         try:
             result = cast(CursorResult[Any], await self._session.execute(stmt))
         except IntegrityError as exc:
@@ -210,7 +139,7 @@ class SqlMemoryRepository:
         deleted = 0
         for part in chunks(list(dict.fromkeys(memory_ids))):
             await self._lexical.remove(part)
-            stmt = delete(_TABLE).where(_TABLE.c.id.in_(part))
+            stmt = delete(MEMORIES).where(MEMORIES.c.id.in_(part))
             result = cast(CursorResult[Any], await self._session.execute(stmt))
             deleted += result.rowcount
         return deleted
@@ -229,7 +158,7 @@ class SqlMemoryRepository:
             order = (MemoryRow.created_at.desc(), MemoryRow.id.desc())
         else:
             order = (MemoryRow.created_at.asc(), MemoryRow.id.asc())
-        stmt = _select().where(*conditions).order_by(*order).limit(max(query.limit, 0))
+        stmt = select_memories().where(*conditions).order_by(*order).limit(max(query.limit, 0))
         rows = await self._session.execute(stmt)
         memories = [memory_from_row(row) for row in rows.mappings()]
         return memories, await self._count(query)
@@ -244,13 +173,13 @@ class SqlMemoryRepository:
 
     async def in_session(self, session_id: str, levels: Sequence[ScopeLevel]) -> list[Memory]:
         stmt = (
-            _select()
+            select_memories()
             .where(
-                _TABLE.c.session_id == session_id,
-                _TABLE.c.scope_level.in_([level.value for level in levels]),
-                _TABLE.c.compacted_into_id.is_(None),
+                MEMORIES.c.session_id == session_id,
+                MEMORIES.c.scope_level.in_([level.value for level in levels]),
+                MEMORIES.c.compacted_into_id.is_(None),
             )
-            .order_by(_TABLE.c.created_at, _TABLE.c.id)
+            .order_by(MEMORIES.c.created_at, MEMORIES.c.id)
         )
         return [memory_from_row(row) for row in (await self._session.execute(stmt)).mappings()]
 
@@ -273,16 +202,16 @@ class SqlMemoryRepository:
         """The live memories (current, not compacted, not expired, not keyed) of ``scope_keys``
         whose content hash is one of ``hashes``, oldest first."""
         stmt = (
-            _select()
+            select_memories()
             .where(
-                _TABLE.c.scope_key.in_(sorted(set(scope_keys))),
-                _TABLE.c.content_hash.in_(sorted(set(hashes))),
-                _TABLE.c.compacted_into_id.is_(None),
-                _TABLE.c.superseded_by.is_(None),
-                _TABLE.c.key.is_(None),
-                or_(_TABLE.c.expires_at.is_(None), _TABLE.c.expires_at > now),
+                MEMORIES.c.scope_key.in_(sorted(set(scope_keys))),
+                MEMORIES.c.content_hash.in_(sorted(set(hashes))),
+                MEMORIES.c.compacted_into_id.is_(None),
+                MEMORIES.c.superseded_by.is_(None),
+                MEMORIES.c.key.is_(None),
+                or_(MEMORIES.c.expires_at.is_(None), MEMORIES.c.expires_at > now),
             )
-            .order_by(_TABLE.c.created_at, _TABLE.c.id)
+            .order_by(MEMORIES.c.created_at, MEMORIES.c.id)
         )
         return [memory_from_row(row) for row in (await self._session.execute(stmt)).mappings()]
 
@@ -301,7 +230,7 @@ class SqlMemoryRepository:
         lowered = needle.lower()
         literal_text = _like_literal(lowered)
         pattern, prefix = f"%{literal_text}%", f"{literal_text}%"
-        key, content = func.lower(_TABLE.c.key), func.lower(_TABLE.c.content)
+        key, content = func.lower(MEMORIES.c.key), func.lower(MEMORIES.c.content)
         rank = case(
             (key == lowered, 0),
             (key.like(prefix, escape="\\"), 1),
@@ -309,16 +238,16 @@ class SqlMemoryRepository:
             else_=3,
         )
         stmt = (
-            _select()
+            select_memories()
             .add_columns(rank.label("rank"))
             .where(
-                _TABLE.c.scope_key == scope_key,
-                _TABLE.c.key.is_not(None),
-                _TABLE.c.compacted_into_id.is_(None),
-                or_(_TABLE.c.expires_at.is_(None), _TABLE.c.expires_at > now),
+                MEMORIES.c.scope_key == scope_key,
+                MEMORIES.c.key.is_not(None),
+                MEMORIES.c.compacted_into_id.is_(None),
+                or_(MEMORIES.c.expires_at.is_(None), MEMORIES.c.expires_at > now),
                 or_(key.like(pattern, escape="\\"), content.like(pattern, escape="\\")),
             )
-            .order_by("rank", _TABLE.c.key)
+            .order_by("rank", MEMORIES.c.key)
             .limit(limit)
         )
         found: list[tuple[Memory, str, str]] = []
@@ -329,9 +258,9 @@ class SqlMemoryRepository:
 
     async def expired(self, now: datetime, limit: int) -> list[Memory]:
         stmt = (
-            _select()
-            .where(_TABLE.c.expires_at.is_not(None), _TABLE.c.expires_at <= now)
-            .order_by(_TABLE.c.expires_at, _TABLE.c.id)
+            select_memories()
+            .where(MEMORIES.c.expires_at.is_not(None), MEMORIES.c.expires_at <= now)
+            .order_by(MEMORIES.c.expires_at, MEMORIES.c.id)
             .limit(limit)
         )
         return [memory_from_row(row) for row in (await self._session.execute(stmt)).mappings()]
@@ -339,8 +268,8 @@ class SqlMemoryRepository:
     async def promoted_from(self, source_ids: Sequence[str]) -> dict[str, str]:
         found: dict[str, str] = {}
         for part in chunks(list(dict.fromkeys(source_ids))):
-            stmt = select(_TABLE.c.promoted_from_id, _TABLE.c.id).where(
-                _TABLE.c.promoted_from_id.in_(part)
+            stmt = select(MEMORIES.c.promoted_from_id, MEMORIES.c.id).where(
+                MEMORIES.c.promoted_from_id.in_(part)
             )
             for source, memory in await self._session.execute(stmt):
                 found[source] = memory
@@ -349,40 +278,42 @@ class SqlMemoryRepository:
     async def current_in_slot(
         self, scope_keys: Sequence[str], slot: str, at: datetime | None = None
     ) -> list[Memory]:
-        current: list[ColumnElement[bool]] = [_TABLE.c.superseded_by.is_(None)]
+        current: list[ColumnElement[bool]] = [MEMORIES.c.superseded_by.is_(None)]
         if at is not None:
             current = [
-                _TABLE.c.created_at <= at,
-                or_(_TABLE.c.valid_to.is_(None), _TABLE.c.valid_to > at),
+                MEMORIES.c.created_at <= at,
+                or_(MEMORIES.c.valid_to.is_(None), MEMORIES.c.valid_to > at),
             ]
-        stmt = _select().where(
-            _TABLE.c.scope_key.in_(list(scope_keys)), _TABLE.c.fact_slot == slot, *current
+        stmt = select_memories().where(
+            MEMORIES.c.scope_key.in_(list(scope_keys)), MEMORIES.c.fact_slot == slot, *current
         )
         return [memory_from_row(row) for row in (await self._session.execute(stmt)).mappings()]
 
     async def after_id(self, memory_id: str, limit: int) -> list[Memory]:
         stmt = (
-            _select()
-            .where(_TABLE.c.id > memory_id, _TABLE.c.compacted_into_id.is_(None))
-            .order_by(_TABLE.c.id)
+            select_memories()
+            .where(MEMORIES.c.id > memory_id, MEMORIES.c.compacted_into_id.is_(None))
+            .order_by(MEMORIES.c.id)
             .limit(limit)
         )
         return [memory_from_row(row) for row in (await self._session.execute(stmt)).mappings()]
 
     async def count_searchable(self) -> int:
-        stmt = select(func.count()).select_from(_TABLE).where(_TABLE.c.compacted_into_id.is_(None))
+        stmt = (
+            select(func.count()).select_from(MEMORIES).where(MEMORIES.c.compacted_into_id.is_(None))
+        )
         return int((await self._session.execute(stmt)).scalar_one())
 
     async def in_stage(self, stage_id: str) -> list[Memory]:
         stmt = (
-            _select()
-            .where(_TABLE.c.stage_id == stage_id)
-            .order_by(_TABLE.c.created_at, _TABLE.c.id)
+            select_memories()
+            .where(MEMORIES.c.stage_id == stage_id)
+            .order_by(MEMORIES.c.created_at, MEMORIES.c.id)
         )
         return [memory_from_row(row) for row in (await self._session.execute(stmt)).mappings()]
 
     async def get_by_key(self, scope_key: str, key: str) -> Memory | None:
-        stmt = _select().where(MemoryRow.scope_key == scope_key, MemoryRow.key == key)
+        stmt = select_memories().where(MemoryRow.scope_key == scope_key, MemoryRow.key == key)
         row = (await self._session.execute(stmt)).mappings().first()
         return None if row is None else memory_from_row(row)
 
@@ -394,14 +325,14 @@ class SqlMemoryRepository:
         for (count, at), ids in groups.items():
             for part in chunks(ids):
                 stmt = (
-                    update(_TABLE)
-                    .where(_TABLE.c.id.in_(part))
-                    .values(access_count=_TABLE.c.access_count + count, last_accessed_at=at)
+                    update(MEMORIES)
+                    .where(MEMORIES.c.id.in_(part))
+                    .values(access_count=MEMORIES.c.access_count + count, last_accessed_at=at)
                 )
                 await self._session.execute(stmt)
 
     async def _count(self, query: ListQuery) -> int:
-        stmt = select(func.count()).select_from(_TABLE).where(*self._filters(query))
+        stmt = select(func.count()).select_from(MEMORIES).where(*self._filters(query))
         return int((await self._session.execute(stmt)).scalar_one())
 
     def _filters(self, query: ListQuery) -> list[ColumnElement[bool]]:
@@ -412,7 +343,7 @@ class SqlMemoryRepository:
         if query.layer is not None:
             conditions.append(MemoryRow.layer == query.layer.value)
         if query.where is not None:
-            conditions.append(filter_sql(self._dialect, _TABLE, query.where))
+            conditions.append(filter_sql(self._dialect, MEMORIES, query.where))
         if query.since is not None:
             conditions.append(MemoryRow.created_at >= query.since)
         if query.until is not None:
@@ -437,63 +368,6 @@ _KEY_MATCHES = {
 def _like_literal(text: str) -> str:
     """``text`` matched literally by LIKE ... ESCAPE '\\' (its wildcards escaped)."""
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
-def select_by_ids(memory_ids: Sequence[str]) -> Iterator[Select[Any]]:
-    """The statements that read the memories of ``memory_ids`` (any order; duplicates once)."""
-    for part in chunks(list(dict.fromkeys(memory_ids))):
-        yield _select().where(_TABLE.c.id.in_(part))
-
-
-def sqlite_memories(conn: Connection, memory_ids: Sequence[str]) -> list[Memory]:
-    """The memories of ``memory_ids`` (any order; duplicates once) read as the driver's tuples
-    (``driver_rows``), for the search's candidates: only the columns whose
-    type stores something else than what it returns are converted (``_SQLITE_CONVERTED``),
-    several times cheaper per row than SQLAlchemy's result processing."""
-    found: list[Memory] = []
-    for part in chunks(list(dict.fromkeys(memory_ids))):
-        marks = ", ".join("?" * len(part))
-        for row in driver_rows(conn, f"{_SQLITE_SELECT} WHERE id IN ({marks})", part):
-            values = dict(zip(_SQLITE_COLUMNS, row, strict=True))
-            for name, read in _SQLITE_CONVERTED:
-                value = values[name]
-                if value is not None:
-                    values[name] = read(value)
-            found.append(memory_from_row(values))
-    return found
-
-
-def _sqlite_reader(column: Column[Any]) -> Callable[[Any], Any] | None:
-    """How a column's non-null SQLite value becomes what SQLAlchemy would return; None when
-    it is returned as stored."""
-    if isinstance(column.type, UTCDateTime):
-        return sqlite_datetime
-    if isinstance(column.type, JSON):
-        return _json
-    if isinstance(column.type, Boolean):
-        return bool
-    return None
-
-
-def _json(value: str) -> Any:
-    """A JSON column's value; the empty list and object most rows hold without the parser."""
-    if value == "[]":
-        return []
-    if value == "{}":
-        return {}
-    return json.loads(value)
-
-
-_SQLITE_COLUMNS = tuple(column.name for column in _TABLE.columns)
-_SQLITE_CONVERTED = [
-    (column.name, read) for column in _TABLE.columns if (read := _sqlite_reader(column)) is not None
-]
-_SQLITE_SELECT = f"SELECT {', '.join(_SQLITE_COLUMNS)} FROM {_TABLE.name}"
-
-
-def _select() -> Select[Any]:
-    # Core rows, not ORM entities: no identity map to go stale and about half the cost per row.
-    return select(_TABLE)
 
 
 def _after(cursor: tuple[datetime, str], desc: bool) -> ColumnElement[bool]:
@@ -559,73 +433,6 @@ def _event_values(event: MemoryEvent) -> dict[str, Any]:
         "after": event.after,
         "actor": event.actor,
     }
-
-
-_OUTBOX_INSERT = insert(_OUTBOX).returning(_OUTBOX.c.id, sort_by_parameter_order=True)
-
-
-class SqlOutboxRepository:
-    """Vector writes owed to the vector store, oldest first."""
-
-    def __init__(self, session: AsyncSession) -> None:
-        self._session = session
-
-    async def add(self, memory_id: str, op: str) -> int:
-        """Queue a write; returns the entry id."""
-        return (await self.add_many([memory_id], op))[0]
-
-    async def add_many(self, memory_ids: Sequence[str], op: str) -> list[int]:
-        if op not in OUTBOX_OPS:
-            raise ValueError(f"outbox op must be one of {sorted(OUTBOX_OPS)}, not {op!r}")
-        if not memory_ids:
-            return []
-        now = datetime.now(UTC)
-        params = [
-            {"memory_id": memory_id, "op": op, "attempts": 0, "created_at": now}
-            for memory_id in memory_ids
-        ]
-        result = await self._session.execute(
-            _OUTBOX_INSERT, params[0] if len(params) == 1 else params
-        )
-        return [int(entry_id) for entry_id in result.scalars()]
-
-    async def pending(
-        self, limit: int, *, failed_only: bool = False, created_before: datetime | None = None
-    ) -> list[OutboxEntry]:
-        stmt = select(VectorOutboxRow)
-        if failed_only:
-            stmt = stmt.where(VectorOutboxRow.attempts > 0)
-        if created_before is not None:
-            stmt = stmt.where(VectorOutboxRow.created_at < created_before)
-        stmt = (
-            stmt.order_by(VectorOutboxRow.id)
-            .limit(max(limit, 0))
-            .execution_options(populate_existing=True)
-        )
-        return [
-            OutboxEntry(id=row.id, memory_id=row.memory_id, op=row.op, attempts=row.attempts)
-            for row in await self._session.scalars(stmt)
-        ]
-
-    async def count(self) -> int:
-        """How many writes are still owed."""
-        stmt = select(func.count()).select_from(_OUTBOX)
-        return int((await self._session.execute(stmt)).scalar_one())
-
-    async def remove(self, entry_ids: Sequence[int]) -> None:
-        for part in chunks(list(dict.fromkeys(entry_ids))):
-            await self._session.execute(delete(_OUTBOX).where(_OUTBOX.c.id.in_(part)))
-
-    async def mark_failed(self, entry_ids: Sequence[int]) -> None:
-        """Count one more failed attempt and when it happened."""
-        now = datetime.now(UTC)
-        for part in chunks(list(dict.fromkeys(entry_ids))):
-            stmt = (
-                update(_OUTBOX)
-                .where(_OUTBOX.c.id.in_(part))
-                .values(attempts=_OUTBOX.c.attempts + 1, last_error_at=now)
-            )
-            await self._session.execute(stmt)
 
 
 class SqlSettingsRepository:

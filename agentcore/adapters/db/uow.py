@@ -15,10 +15,10 @@ from agentcore.adapters.db.engine import SQLITE_BUSY_TIMEOUT_MS, for_reads
 from agentcore.adapters.db.episodes import SqlEpisodeRepository
 from agentcore.adapters.db.error_records import SqlErrorRecordRepository
 from agentcore.adapters.db.interventions import SqlInterventionRepository
+from agentcore.adapters.db.outbox import SqlOutboxRepository
 from agentcore.adapters.db.repositories import (
     SqlHistoryRepository,
     SqlMemoryRepository,
-    SqlOutboxRepository,
     SqlSettingsRepository,
 )
 from agentcore.adapters.db.stages import (

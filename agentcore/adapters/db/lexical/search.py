@@ -64,7 +64,7 @@ from agentcore.adapters.db.lexical.writer import (
     query_terms,
     scope_token,
 )
-from agentcore.adapters.db.repositories import memory_from_row, select_by_ids, sqlite_memories
+from agentcore.adapters.db.memory_rows import memory_from_row, select_by_ids, sqlite_memories
 from agentcore.adapters.db.tables import MemoryRow
 from agentcore.adapters.db.types import UTCDateTime
 from agentcore.adapters.outages import DATABASE
