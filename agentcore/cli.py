@@ -25,6 +25,8 @@ from agentcore.domain.errors import AgentCoreError, ConfigurationError
 from agentcore.domain.models import ScopeLevel
 from agentcore.logs import configure_logging
 
+SHUTDOWN_GRACE_SECONDS = 10  # how long a stop waits for the requests still running
+
 
 class _Parser(argparse.ArgumentParser):
     """Bad usage is one line on stderr (the usage itself is one ``--help`` away)."""
@@ -137,6 +139,9 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
             log_level=settings.log_level.lower(),
             log_config=None,  # uvicorn's lines go through the root handler, in LOG_FORMAT
             access_log=False,
+            # An open change stream (/openspec/v1/knowledge/stream) never ends by itself: past
+            # this, a stop cuts what is still open (its client resumes by Last-Event-ID).
+            timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
         )
     return 0
 
