@@ -21,6 +21,7 @@ from agentcore.api import errors
 from agentcore.api.auth import Gate, refusal, token_matches
 from agentcore.api.mcp import McpHttp, McpTools
 from agentcore.api.metrics import SCRAPE_HEALTH_MAX_AGE_SECONDS, HealthCollector
+from agentcore.api.openspec.routes import OpenSpecFace, openspec_routes
 from agentcore.api.request_ids import RequestIds
 from agentcore.api.runtime import running
 from agentcore.api.schemas import HealthResult
@@ -76,9 +77,11 @@ def create_app(
                 app.state.rpc = runtime.rpc
                 app.state.gate = runtime.gate
                 app.state.mcp = mcp_http
+                app.state.openspec = OpenSpecFace.of(runtime)
                 runtime.container.exposition.register(HealthCollector(runtime.container.health))
                 async with mcp_http.running():
                     yield
+                await app.state.openspec.stream.close()
         except AgentCoreError as exc:
             refused.append(exc.message)
             raise
@@ -152,6 +155,7 @@ def create_app(
         Route("/livez", livez, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
+        *openspec_routes(),  # the OpenSpec Knowledge Provider face (REST, SSE)
     ]
     middleware = [Middleware(_OneLineRefusal, refused=refused), Middleware(RequestIds)]
     return Starlette(routes=routes, lifespan=lifespan, middleware=middleware)

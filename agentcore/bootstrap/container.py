@@ -34,7 +34,7 @@ from agentcore.services.lifecycle.expiry import ExpirySweeper
 from agentcore.services.lifecycle.promotion import PromotionService
 from agentcore.services.lifecycle.transfer import TransferService
 from agentcore.services.memory_manager import MemoryManager
-from agentcore.services.ports import Embedder, UnitOfWorkFactory, VectorStore
+from agentcore.services.ports import ChangeFeed, Embedder, UnitOfWorkFactory, VectorStore
 from agentcore.services.procedural import ProceduralMemoryService
 from agentcore.services.retrieval import EnhancedRetrieval
 from agentcore.services.semantic import SemanticMemoryService
@@ -81,6 +81,7 @@ class Container:
     access: AccessRecorder
     health: HealthService
     startup: StartupChecks
+    feed: ChangeFeed  # the memories' history in order: the change stream's source
     # Names a failure that means a store is out of reach (adapters/outages.py).
     outage: Callable[[Exception], AgentCoreError | None]
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)

@@ -11,6 +11,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from agentcore.adapters.db.history_feed import SqlHistoryFeed
 from agentcore.adapters.db.uow import ping
 from agentcore.adapters.outages import as_provider_error
 from agentcore.adapters.tokens import BpeTokenCounter
@@ -157,6 +158,7 @@ async def _build(
         scraped=accounts.scraped,
         health=accounts.health,
         startup=stores.startup,
+        feed=SqlHistoryFeed(stores.engine),
         outage=as_provider_error,
         closers=closers,
     )

@@ -22,6 +22,8 @@ from agentcore.logs import configure_logging
 if TYPE_CHECKING:
     from agentcore.cli.parsing import Subcommands
 
+SHUTDOWN_GRACE_SECONDS = 10  # how long a stop waits for the requests still running
+
 
 @contextlib.contextmanager
 def _data_dir(settings: Settings, command: str, url: str | None = None) -> Iterator[None]:
@@ -88,6 +90,9 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
             log_level=settings.log_level.lower(),
             log_config=None,  # uvicorn's lines go through the root handler, in LOG_FORMAT
             access_log=False,
+            # An open change stream (/openspec/v1/knowledge/stream) never ends by itself: past
+            # this, a stop cuts what is still open (its client resumes by Last-Event-ID).
+            timeout_graceful_shutdown=SHUTDOWN_GRACE_SECONDS,
         )
     return 0
 

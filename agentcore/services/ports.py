@@ -183,6 +183,33 @@ class OutboxEntry:
     attempts: int
 
 
+@dataclass(frozen=True, slots=True)
+class FeedEvent:
+    """One change of a memory as the change feed reads it: its history event and its place in
+    the store-wide order (``position``)."""
+
+    position: int
+    memory_id: str
+    scope_key: str
+    kind: str
+    actor: str | None
+    at: datetime
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+
+
+class ChangeFeed(Protocol):
+    """The memories' history as one feed, in position order: what the change stream reads."""
+
+    async def head(self) -> int:
+        """The highest position a reader may deliver now (0 when there is none)."""
+        ...
+
+    async def after(self, position: int, scope_keys: Sequence[str], limit: int) -> list[FeedEvent]:
+        """Up to ``limit`` events of ``scope_keys`` after ``position``, in position order."""
+        ...
+
+
 class MemoryRepository(Protocol):
     async def add(self, memory: Memory) -> None:
         """Raises ``Conflict`` when the id, or the key within the scope, is taken."""

@@ -379,25 +379,31 @@ def _after(cursor: tuple[datetime, str], desc: bool) -> ColumnElement[bool]:
 
 
 # Built once (see ``dialect.insert_ignoring_conflicts_of``). An event's ``seq`` numbers the
-# memory's events in the order they were added.
+# memory's events in the order they were added; its ``position`` numbers all events (0014):
+# on SQLite the next after the highest (one writer at a time, so positions commit in order),
+# on PostgreSQL a trigger draws it from a sequence.
 _HISTORY_INSERT = insert(_HISTORY).values(
     seq=select(func.coalesce(func.max(_HISTORY.c.seq), 0) + 1)
     .where(_HISTORY.c.memory_id == bindparam("of_memory"))
     .scalar_subquery()
 )
+_SQLITE_HISTORY_INSERT = _HISTORY_INSERT.values(
+    position=select(func.coalesce(func.max(_HISTORY.c.position), 0) + 1).scalar_subquery()
+)
 
 
 class SqlHistoryRepository:
-    def __init__(self, session: AsyncSession) -> None:
+    def __init__(self, session: AsyncSession, dialect: str) -> None:
         self._session = session
+        self._insert = _SQLITE_HISTORY_INSERT if dialect == "sqlite" else _HISTORY_INSERT
 
     async def add(self, event: MemoryEvent) -> None:
-        await self._session.execute(_HISTORY_INSERT, _event_values(event))
+        await self._session.execute(self._insert, _event_values(event))
 
     async def add_many(self, events: Sequence[MemoryEvent]) -> None:
         values = [_event_values(e) for e in events]
         if values:  # one row: a plain execute (an executemany costs more for one)
-            await self._session.execute(_HISTORY_INSERT, values[0] if len(values) == 1 else values)
+            await self._session.execute(self._insert, values[0] if len(values) == 1 else values)
 
     async def for_memory(self, memory_id: str) -> list[MemoryEvent]:
         """Oldest first; events that share a timestamp in the order they were added."""

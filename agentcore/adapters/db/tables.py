@@ -141,8 +141,15 @@ class MemoryHistoryRow(Base):
     before: Mapped[dict[str, Any] | None] = mapped_column(json_type(none_as_null=True))
     after: Mapped[dict[str, Any] | None] = mapped_column(json_type(none_as_null=True))
     actor: Mapped[str | None] = mapped_column(String(ID_LEN))
+    # The event's place among all events, in commit order (0014): the change stream's cursor.
+    # Set by the database side of each insert (SQLite: the repository; PostgreSQL: a trigger).
+    position: Mapped[int | None] = mapped_column(BigInteger)
 
-    __table_args__ = (Index("ix_memory_history_memory_id_seq", "memory_id", "seq"),)
+    __table_args__ = (
+        Index("ix_memory_history_memory_id_seq", "memory_id", "seq"),
+        Index("uq_memory_history_position", "position", unique=True),
+        Index("ix_memory_history_scope_key_position", "scope_key", "position"),
+    )
 
 
 class VectorOutboxRow(Base):

@@ -78,7 +78,7 @@ class SqlUnitOfWork:
         dialect = session.get_bind().dialect.name
         self._session = session
         self.memories = SqlMemoryRepository(session, dialect)
-        self.history = SqlHistoryRepository(session)
+        self.history = SqlHistoryRepository(session, dialect)
         self.outbox = SqlOutboxRepository(session)
         self.store_settings = SqlSettingsRepository(session, dialect)
         self.episodes = SqlEpisodeRepository(session, dialect)
