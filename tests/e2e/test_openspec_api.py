@@ -466,8 +466,18 @@ async def test_every_kind_of_change_is_on_the_stream(served: Served) -> None:
         _subscribe(served, "admin", {"user_id": user, "project_id": f"p-{user}"}) as (queue, _),
         httpx.AsyncClient(headers=served.headers("admin"), timeout=60) as c,
     ):
+        seen: set[str] = set()
+
+        async def until(*kinds: str) -> None:
+            async with asyncio.timeout(60):
+                while not set(kinds) <= seen:
+                    seen.add((await queue.get()).event)
+
         a = (await call(c, "memory.add", content="I live in Berlin.", user_id=user))["memory_id"]
         await call(c, "memory.add", content="I moved to Munich last month.", user_id=user)
+        # The update is read behind the reply: wait for it before ``a`` is deleted below (a
+        # deleted memory is superseded by nothing).
+        await until("supersede")
         await call(c, "memory.update", memory_id=a, tags=["home"], user_id=user)
         b = (await call(c, "memory.add", content="Standup is at nine.", user_id=user))["memory_id"]
         c2 = (await call(c, "memory.add", content="Standup is in room 4.", user_id=user))[
@@ -481,8 +491,4 @@ async def test_every_kind_of_change_is_on_the_stream(served: Served) -> None:
         )  # fmt: skip
         await call(c, "memory.add", content="a passing note", ttl_seconds=1, user_id=user)
         await call(c, "memory.delete", memory_id=a, user_id=user)
-        seen: set[str] = set()
-        async with asyncio.timeout(60):
-            while not {"create", "update", "delete", "supersede", "promote", "compact",
-                       "expire"} <= seen:  # fmt: skip
-                seen.add((await queue.get()).event)
+        await until("create", "update", "delete", "supersede", "promote", "compact", "expire")
