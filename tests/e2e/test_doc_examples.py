@@ -44,7 +44,9 @@ def _examples() -> list[dict[str, Any]]:
 
 
 def _shown_requests() -> list[tuple[str, dict[str, Any]]]:
-    """Every JSON-RPC request of every page outside the ``EXAMPLES`` sections, as shown."""
+    """Every JSON-RPC request of every page outside the ``EXAMPLES`` sections, as shown (the
+    REST bodies of docs/openspec.md are not JSON-RPC: tests/e2e/test_openspec_api.py sends
+    them)."""
     requests = []
     for page in PAGES:
         text = page.read_text(encoding="utf-8")
@@ -52,7 +54,9 @@ def _shown_requests() -> list[tuple[str, dict[str, Any]]]:
             if other == page:
                 text = text.replace(_section(page, heading), "")
         for body, line in REQUEST.findall(text):
-            requests.append((page.name, json.loads(body or line)))
+            shown = json.loads(body or line)
+            if "method" in shown:
+                requests.append((page.name, shown))
     return requests
 
 
