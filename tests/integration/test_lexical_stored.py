@@ -111,6 +111,37 @@ async def test_a_large_scope_is_searched_from_its_stored_index_as_fts5_ranks_it(
         await stored.close()
 
 
+async def test_a_rare_filter_is_answered_from_the_index_in_wider_rounds_not_by_fts5(
+    engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A filter one memory in 97 passes: the first prefetch (16 × the limit) holds too few,
+    so wider rounds check more of the index's exact ranking; FTS5 (slow at a million) is not
+    asked, and the answer is still the filtered top by BM25."""
+    questions = await _load(engine)
+    fts5 = SqlLexicalIndex(engine, max_documents=0, stored_documents=0)
+    stored = SqlLexicalIndex(engine, stored_documents=LOWERED)
+    rare = parse_filter({"tags": "rare"})
+    try:
+        stored.warming()
+        await _warm(stored)
+        exact = {question: await _top(fts5, question, rare) for question in questions}
+
+        def no_fts5(*_: object) -> None:
+            raise AssertionError("a filtered search went to FTS5")
+
+        monkeypatch.setattr(stored._frequencies, "counts", no_fts5)
+        recalls = []
+        for question, wanted in exact.items():
+            got = await _top(stored, question, rare)
+            if wanted:
+                recalls.append(len(set(got) & set(wanted)) / len(wanted))
+        assert len(recalls) > 50
+        assert sum(recalls) / len(recalls) >= 0.95
+    finally:
+        await fts5.close()
+        await stored.close()
+
+
 async def test_writes_are_seen_at_once_and_a_restart_opens_the_index_without_a_build(
     engine: AsyncEngine, tmp_path: Path
 ) -> None:
