@@ -4,7 +4,7 @@ and the query-term coverage of candidate documents.
 SQLite: the scopes searched are scored outside FTS5 (``in_memory``: held in memory, or a
 large scope from its stored index); a search filtered on the memory's fields (``where``:
 stage, tags, metadata, times...) takes the best 16 × its limit there and keeps those the rows
-pass, 8 times more in each further round while too few pass. A scope not taken up yet
+pass, 4 times more in each further round while too few pass. A scope not taken up yet
 (loading, its first build under way), or a filtered search that found too few in 32,768, goes
 to FTS5, which ranks with its own bm25()
 (document frequencies over the whole table). The FTS5 statement of the usual filter shapes
@@ -82,7 +82,8 @@ FINDING_FLOOR = 500
 _PG_PREFETCH = 4  # Postgres: candidates scored per result wanted, before the row filters
 _PG_PREFETCH_FILTERED = 16  # the same with a filter on the memory's fields (``where``)
 _PREFETCH_FILTERED = 16  # SQLite outside FTS5: the same (``_searched_outside_fts5``)
-_PREFETCH_WIDENING = 8  # too few passed: the next round checks this many times more
+_PREFETCH_WIDENING = 4  # too few passed: the next round ranks this many times more
+_CHECKED_AT_ONCE = 256  # a filtered search's candidates checked against the rows per query
 _PREFETCH_MOST = 32_768  # past this many checked, FTS5 joins the rows instead
 
 
@@ -287,24 +288,30 @@ def _searched_outside_fts5(
     """The best ``limit`` of ``lexicon`` (None when it does not hold every scope). It applies
     every filter but ``where``; with one, its best ``limit`` × ``_PREFETCH_FILTERED`` are
     checked against the rows, in order: the first ``limit`` that pass are the best that pass.
-    When fewer pass and more matched, the next round takes ``_PREFETCH_WIDENING`` times more
-    (checking only the new ones: a longer exact top-k extends the shorter), up to
+    Candidates are checked in rank order, ``_CHECKED_AT_ONCE`` at a time, until ``limit``
+    pass. When fewer pass and more matched, the next round ranks ``_PREFETCH_WIDENING`` times
+    more (checking only the new ones: a longer exact top-k extends the shorter), up to
     ``_PREFETCH_MOST``; past that, None: FTS5 joins the rows instead (at 1M memories in a
-    scope FTS5 costs ~300 ms a search, a round here a few milliseconds)."""
+    scope FTS5 costs ~300 ms a search, a round here tens of milliseconds)."""
     wanted = limit if flt.where is None else limit * _PREFETCH_FILTERED
     keys, layers, ids = flt.scope_keys, flt.layers, flt.ids
-    checked = 0
+    checked: list[tuple[str, float]] = []
     passing: set[str] = set()
     while True:
         best = lexicon.search(conn, keys, terms, wanted, layers, flt.alive_at, ids)
         if best is None or flt.where is None:
             return best
-        fresh = [memory_id for memory_id, _ in best[checked:]]
-        passing.update(row[0] for stmt in _matching(fresh, flt) for row in conn.execute(stmt))
-        checked = len(best)
-        kept = [hit for hit in best if hit[0] in passing][:limit]
-        if len(kept) == limit or len(best) < wanted:
-            return kept
+        # In rank order, a slice at a time, until ``limit`` pass: no more rows read than needed.
+        for start in range(len(checked), len(best), _CHECKED_AT_ONCE):
+            part = best[start : start + _CHECKED_AT_ONCE]
+            fresh = [memory_id for memory_id, _ in part]
+            passing.update(row[0] for stmt in _matching(fresh, flt) for row in conn.execute(stmt))
+            checked += part
+            kept = [hit for hit in checked if hit[0] in passing]
+            if len(kept) >= limit:
+                return kept[:limit]
+        if len(best) < wanted:
+            return [hit for hit in checked if hit[0] in passing]
         if wanted >= _PREFETCH_MOST:
             return None
         wanted = min(wanted * _PREFETCH_WIDENING, _PREFETCH_MOST)
