@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
@@ -38,11 +38,15 @@ class Knowledge:
     """The operations, for one caller's key at a time."""
 
     def __init__(
-        self, container: Container, rpc: JsonRpcEndpoint, check: Any, max_batch: int
+        self,
+        container: Container,
+        rpc: JsonRpcEndpoint,
+        check: Callable[[ApiKey | None, str, Any], None],
+        max_batch: int,
     ) -> None:
         self._container = container
         self._rpc = rpc
-        self._check = check  # gate.check(key, method, params)
+        self._check = check  # Gate.check
         self.max_batch = max_batch
 
     async def call(self, key: ApiKey | None, method: str, params: dict[str, Any]) -> Any:

@@ -295,23 +295,23 @@ def _searched_outside_fts5(
     scope FTS5 costs ~300 ms a search, a round here tens of milliseconds)."""
     wanted = limit if flt.where is None else limit * _PREFETCH_FILTERED
     keys, layers, ids = flt.scope_keys, flt.layers, flt.ids
-    checked: list[tuple[str, float]] = []
-    passing: set[str] = set()
+    checked = 0
+    kept: list[tuple[str, float]] = []
     while True:
         best = lexicon.search(conn, keys, terms, wanted, layers, flt.alive_at, ids)
         if best is None or flt.where is None:
             return best
         # In rank order, a slice at a time, until ``limit`` pass: no more rows read than needed.
-        for start in range(len(checked), len(best), _CHECKED_AT_ONCE):
+        for start in range(checked, len(best), _CHECKED_AT_ONCE):
             part = best[start : start + _CHECKED_AT_ONCE]
             fresh = [memory_id for memory_id, _ in part]
-            passing.update(row[0] for stmt in _matching(fresh, flt) for row in conn.execute(stmt))
-            checked += part
-            kept = [hit for hit in checked if hit[0] in passing]
+            passing = {row[0] for stmt in _matching(fresh, flt) for row in conn.execute(stmt)}
+            kept += [hit for hit in part if hit[0] in passing]
             if len(kept) >= limit:
                 return kept[:limit]
+        checked = len(best)
         if len(best) < wanted:
-            return [hit for hit in checked if hit[0] in passing]
+            return kept
         if wanted >= _PREFETCH_MOST:
             return None
         wanted = min(wanted * _PREFETCH_WIDENING, _PREFETCH_MOST)
