@@ -4,7 +4,6 @@ background. Each step is a short function over what the steps before it built.""
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -60,8 +59,6 @@ from agentcore.services.semantic import SemanticMemoryService
 from agentcore.services.supersession import UpdateReader
 from agentcore.services.vector_sync import VectorSync
 from agentcore.services.working_memory import WorkingMemoryService
-
-log = logging.getLogger(__name__)
 
 REPLAY_VECTORS = "vectors.replay"  # job kind: re-apply vector writes still owed
 

@@ -5,7 +5,6 @@ Rows ⇄ ``Memory`` is ``memory_rows``'; the vector outbox is ``outbox``'s."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import fields
 from datetime import datetime
 from typing import Any, cast
 
@@ -43,21 +42,15 @@ from agentcore.adapters.db.tables import (
     MemoryHistoryRow,
     MemoryRow,
     StoreSettingRow,
-    VectorOutboxRow,
 )
 from agentcore.adapters.db.types import UTCDateTime
 from agentcore.domain.errors import Conflict, MemoryNotFound
 from agentcore.domain.filters import Filter
-from agentcore.domain.models import EventKind, Layer, Memory, MemoryEvent, ScopeIds, ScopeLevel
+from agentcore.domain.models import EventKind, Layer, Memory, MemoryEvent, ScopeLevel
 from agentcore.services.ports import Access, ListQuery
 
 _HISTORY = cast(Table, MemoryHistoryRow.__table__)
-_OUTBOX = cast(Table, VectorOutboxRow.__table__)
 _SETTINGS = cast(Table, StoreSettingRow.__table__)
-OUTBOX_OPS = frozenset({"upsert", "delete"})
-_SCOPE_FIELDS = tuple(f.name for f in fields(ScopeIds))  # ScopeIds' order: built positionally
-_LAYERS = {layer.value: layer for layer in Layer}
-_LEVELS = {level.value: level for level in ScopeLevel}
 _TEXT_LOCKS = 0x54455854  # "TEXT": the first key of the advisory locks of one text in a scope
 
 
