@@ -1,12 +1,12 @@
-"""Knowledge that updates: does the newest value of a fact answer a "current value" question,
-and do two facts that hold together both stay current?
+"""Knowledge that updates: does the newest value of a fact answer a "current value" question
+at once, and do two facts that hold together both stay current?
 
-Reads benchmarks/data/knowledge_updates.json (written by hand, independently of the service's
-update rules; its split into dev and held-out halves is fixed in the file). Each case is a fresh
-user scope in one embedded store (build_container, in process, default layer): its distractors,
-then the old statement (update) or the first (coexist), then the new or the second, each a
-memory.add in that order so creation times increase; then memory.search of the question
-(limit 10), then the stored memories read back (counting no access).
+Starts `agentcore serve` (embedded default, or --mode production: PostgreSQL and Redis) and
+runs every case of the chosen sets over HTTP JSON-RPC: a fresh user scope per case; its
+distractors, then the old statement (update) or the first (coexist), then the new or the
+second, each a memory.add in that order; then, as soon as the last add has answered (or after
+--wait seconds), memory.search of the question (limit 10); then the statements read back
+(memory.get).
 
 - update cases: the new statement should rank first ("current at rank 1"); "stale at rank 1"
   when the old one does; "marked superseded" when writing the new one set the old memory's
@@ -16,11 +16,12 @@ memory.add in that order so creation times increase; then memory.search of the q
   question.
 - wrong supersession of a distractor (someone else's value, small talk) is counted in both.
 
-    .venv/bin/python benchmarks/knowledge_updates.py [--split dev|heldout|all] [--verbose]
-        [--json] [--data FILE.json]
+Sets (benchmarks/data/): a = knowledge_updates.json (development), b = knowledge_updates_b.json
+(held out once, development since), c = knowledge_updates_c.json (held out: written by someone
+who had seen neither the method nor a and b). --in-flight N runs N cases at once.
 
-Tune on dev; held-out figures are the ones to quote, and its cases are not to be read while
-changing the method.
+    .venv/bin/python benchmarks/knowledge_updates.py [--sets a b c] [--data FILE.json]
+        [--mode embedded|production] [--wait 0] [--in-flight 1] [--verbose] [--json]
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import argparse
 import asyncio
 import json
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -36,15 +38,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentcore.adapters.db.migrate import upgrade
-from agentcore.bootstrap import Container, build_container
-from agentcore.config import Settings
-from agentcore.domain.models import Memory, ScopeIds
-from agentcore.domain.records import NewMemory
-from agentcore.services.retrieval import SearchQuery
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-DEFAULT = Path(__file__).resolve().parent / "data" / "knowledge_updates.json"
-SPLITS = ("dev", "heldout")
+from rpc_client import RpcConnection
+from serving import drop_database, embedded_env, free_port, production_env, serve, wait_ready
+
+DATA = Path(__file__).resolve().parent / "data"
+SETS = {
+    "a": DATA / "knowledge_updates.json",
+    "b": DATA / "knowledge_updates_b.json",
+    "c": DATA / "knowledge_updates_c.json",
+}
 KINDS = ("update", "coexist")
 LIMIT = 10
 TOP = 3  # a coexisting first statement should stay in the top 3
@@ -64,7 +68,8 @@ class Case:
     question: str
     question_kind: str
     distractors: tuple[str, ...]
-    split: str
+    set: str
+    domain: str = ""
 
 
 @dataclass(frozen=True)
@@ -75,14 +80,15 @@ class Outcome:
     first_superseded: bool  # superseded_by or valid_to set on the first (old) memory
     distractors_superseded: int
     search_ms: float
+    add_ms: tuple[float, ...]  # each memory.add of the case
 
 
-def read_cases(path: Path) -> list[Case]:
+def read_cases(path: Path, name: str) -> list[Case]:
     data = json.loads(path.read_text(encoding="utf-8"))
     out = []
     for c in data["cases"]:
-        if c["kind"] not in KINDS or c["split"] not in SPLITS:
-            raise ValueError(f"{c['id']}: kind {c['kind']!r}, split {c['split']!r}")
+        if c["kind"] not in KINDS:
+            raise ValueError(f"{c['id']}: kind {c['kind']!r}")
         first, second = ("old", "new") if c["kind"] == "update" else ("first", "second")
         if first not in c:  # a set that names both statements of every case "old" and "new"
             first, second = "old", "new"
@@ -100,34 +106,53 @@ def read_cases(path: Path) -> list[Case]:
                 question=c["question"],
                 question_kind=c["question_kind"],
                 distractors=tuple(c["distractors"]),
-                split=c["split"],
+                set=name,
+                domain=c.get("domain", ""),
             )
         )
     return out
 
 
-def superseded(memory: Memory) -> bool:
-    return memory.superseded_by is not None or memory.valid_to is not None
+class Caller:
+    def __init__(self, port: int) -> None:
+        self.connection = RpcConnection("127.0.0.1", port)
+
+    async def __call__(self, method: str, **params: Any) -> dict[str, Any]:
+        reply = await self.connection.call(method, params)
+        if "error" in reply:
+            raise SystemExit(f"{method} failed: {reply['error']}")
+        result: dict[str, Any] = reply["result"]
+        return result
 
 
-async def run_case(container: Container, case: Case) -> Outcome:
-    scope = ScopeIds(user_id=f"ku-{case.id}")
-    distractors = [await container.memory.add(NewMemory(text, scope)) for text in case.distractors]
-    first = await container.memory.add(NewMemory(case.first, scope))
-    second = await container.memory.add(NewMemory(case.second, scope))
+async def run_case(rpc: Caller, case: Case, wait: float) -> Outcome:
+    scope = {"user_id": f"ku-{case.set}-{case.id}"}
+    ids, add_ms = [], []
+    for text in (*case.distractors, case.first, case.second):
+        started = time.perf_counter()
+        ids.append((await rpc("memory.add", content=text, **scope))["memory_id"])
+        add_ms.append((time.perf_counter() - started) * 1000)
+    *distractors, first, second = ids
+    if wait:
+        await asyncio.sleep(wait)
     started = time.perf_counter()
-    outcome = await container.memory.search(SearchQuery(case.question, scope, limit=LIMIT))
+    found = await rpc("memory.search", query=case.question, limit=LIMIT, **scope)
     search_ms = (time.perf_counter() - started) * 1000
-    ids = [r.memory.id for r in outcome.results]
-    stored = await container.memory.read([first.id, *(d.id for d in distractors)], scope)
+    ranked = [r["memory"]["id"] for r in found["results"]]
+    stored = [await rpc("memory.get", memory_id=i, **scope) for i in (first, *distractors)]
     return Outcome(
         case=case,
-        first_rank=ids.index(first.id) + 1 if first.id in ids else 0,
-        second_rank=ids.index(second.id) + 1 if second.id in ids else 0,
+        first_rank=ranked.index(first) + 1 if first in ranked else 0,
+        second_rank=ranked.index(second) + 1 if second in ranked else 0,
         first_superseded=superseded(stored[0]),
         distractors_superseded=sum(1 for m in stored[1:] if superseded(m)),
         search_ms=search_ms,
+        add_ms=tuple(add_ms),
     )
+
+
+def superseded(memory: dict[str, Any]) -> bool:
+    return memory.get("superseded_by") is not None or memory.get("valid_to") is not None
 
 
 def pct(part: int, whole: int) -> float | None:
@@ -171,6 +196,13 @@ def summarize(outcomes: Sequence[Outcome]) -> dict[str, Any]:
         "update_current_at_1_by_person": by_group(
             updates, lambda o: o.case.person, lambda o: o.second_rank == 1
         ),
+        "update_current_at_1_by_domain": {
+            domain: counts
+            for domain, counts in by_group(
+                updates, lambda o: o.case.domain, lambda o: o.second_rank == 1
+            ).items()
+            if domain
+        },
         "coexist_false_supersession_by_phrasing": by_group(
             coexist, lambda o: o.case.phrasing, lambda o: o.first_superseded
         ),
@@ -210,7 +242,7 @@ def failures(outcomes: Sequence[Outcome]) -> list[str]:
             problems.append(f"{o.distractors_superseded} distractor(s) superseded")
         if problems:
             lines.append(
-                f"  {c.id} [{c.split} {c.attribute} / {c.phrasing} / {c.person}"
+                f"  {c.id} [{c.set} {c.attribute} / {c.phrasing} / {c.person}"
                 f"{' / dated' if c.dated else ''}] {ranks}: {', '.join(problems)}\n"
                 f"      {c.first!r} -> {c.second!r}\n      Q: {c.question!r}"
             )
@@ -238,6 +270,7 @@ def print_summary(name: str, s: dict[str, Any]) -> None:
         ("update marked by phrasing", "update_marked_superseded_by_phrasing"),
         ("update current@1 by question", "update_current_at_1_by_question_kind"),
         ("update current@1 by person", "update_current_at_1_by_person"),
+        ("update current@1 by domain", "update_current_at_1_by_domain"),
         ("coexist false supersession", "coexist_false_supersession_by_phrasing"),
         ("coexist first in top 3", "coexist_first_top3_by_phrasing"),
     ):
@@ -246,62 +279,99 @@ def print_summary(name: str, s: dict[str, Any]) -> None:
             print(f"    {label:<30} {groups}")
 
 
-async def run(cases: Sequence[Case]) -> tuple[list[Outcome], float]:
-    with tempfile.TemporaryDirectory() as tmp:
-        settings = Settings(agentcore_data_dir=Path(tmp))
-        await asyncio.to_thread(upgrade, settings.sqlalchemy_url)
-        container = await build_container(settings)
-        started = time.perf_counter()
+async def run_all(port: int, cases: Sequence[Case], wait: float, in_flight: int) -> list[Outcome]:
+    queue = list(reversed(cases))
+    outcomes: list[Outcome] = []
+
+    async def worker() -> None:
+        rpc = Caller(port)
+        while queue:
+            outcomes.append(await run_case(rpc, queue.pop(), wait))
+        await rpc.connection.close()
+
+    await asyncio.gather(*(worker() for _ in range(in_flight)))
+    order = {id(c): n for n, c in enumerate(cases)}
+    return sorted(outcomes, key=lambda o: order[id(o.case)])
+
+
+def run(
+    cases: Sequence[Case], mode: str, wait: float, in_flight: int
+) -> tuple[list[Outcome], float]:
+    with tempfile.TemporaryDirectory() as data_dir:
+        database = None
+        if mode == "production":
+            env, database = production_env(data_dir)
+        else:
+            env = embedded_env(data_dir)
+        port = free_port()
+        server = serve(env, port)
         try:
-            outcomes = [await run_case(container, c) for c in cases]
+            wait_ready(f"http://127.0.0.1:{port}")
+            started = time.perf_counter()
+            outcomes = asyncio.run(run_all(port, cases, wait, in_flight))
+            seconds = time.perf_counter() - started
         finally:
-            await container.aclose()
-    return outcomes, time.perf_counter() - started
+            server.terminate()
+            server.wait(timeout=60)
+            if database is not None:
+                drop_database(database)
+    return outcomes, seconds
+
+
+def p95(values: Sequence[float]) -> float:
+    return statistics.quantiles(values, n=20)[18] if len(values) > 1 else values[0]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("--split", choices=(*SPLITS, "all"), default="all")
+    parser.add_argument("--sets", nargs="*", choices=sorted(SETS), default=None)
+    parser.add_argument("--data", type=Path, action="append", default=[], help="more cases")
+    parser.add_argument("--mode", choices=("embedded", "production"), default="embedded")
+    parser.add_argument("--wait", type=float, default=0.0, help="seconds before each search")
+    parser.add_argument("--in-flight", type=int, default=1, help="cases run at once")
     parser.add_argument("--verbose", action="store_true", help="list the failing cases")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
-    parser.add_argument("--data", type=Path, default=DEFAULT, help="the cases (JSON)")
     args = parser.parse_args()
-    cases = [c for c in read_cases(args.data) if args.split in ("all", c.split)]
-    outcomes, seconds = asyncio.run(run(cases))
-    splits = SPLITS if args.split == "all" else (args.split,)
+    names = args.sets if args.sets is not None else [n for n, p in SETS.items() if p.exists()]
+    sources = [(name, SETS[name]) for name in names] + [(p.stem, p) for p in args.data]
+    cases = [case for name, path in sources for case in read_cases(path, name)]
+    outcomes, seconds = run(cases, args.mode, args.wait, args.in_flight)
+    searches = [o.search_ms for o in outcomes]
+    adds = [ms for o in outcomes for ms in o.add_ms]
     result: dict[str, Any] = {
-        "data": str(args.data),
-        "split": args.split,
+        "mode": args.mode,
+        "wait_s": args.wait,
+        "in_flight": args.in_flight,
         "seconds": round(seconds, 1),
         "cases": len(outcomes),
-        "search_ms_p50": round(statistics.median(o.search_ms for o in outcomes), 1),
-        "search_ms_p95": round(statistics.quantiles([o.search_ms for o in outcomes], n=20)[18], 1)
-        if len(outcomes) > 1
-        else None,
-        "splits": {
-            name: summarize([o for o in outcomes if o.case.split == name]) for name in splits
+        "search_ms_p50": round(statistics.median(searches), 1),
+        "search_ms_p95": round(p95(searches), 1),
+        "add_ms_p50": round(statistics.median(adds), 1),
+        "add_ms_p95": round(p95(adds), 1),
+        "sets": {
+            name: summarize([o for o in outcomes if o.case.set == name]) for name, _ in sources
         },
     }
-    if args.split == "all":
-        result["splits"]["all"] = summarize(outcomes)
     if args.verbose:
         result["failures"] = {
-            name: [o.case.id for o in outcomes if o.case.split == name and failures([o])]
-            for name in splits
+            name: [o.case.id for o in outcomes if o.case.set == name and failures([o])]
+            for name, _ in sources
         }
     if args.json:
         print(json.dumps(result, indent=2))
         return
     if args.verbose:
-        for name in splits:
-            lines = failures([o for o in outcomes if o.case.split == name])
+        for name, _ in sources:
+            lines = failures([o for o in outcomes if o.case.set == name])
             print(f"{name}: {len(lines)} failing cases")
             print("\n".join(lines))
-    for name, summary in result["splits"].items():
-        print_summary(name, summary)
+    for name, summary in result["sets"].items():
+        print_summary(f"set {name}", summary)
     print(
-        f"{result['cases']} cases in {result['seconds']} s; search p50 "
-        f"{result['search_ms_p50']} ms, p95 {result['search_ms_p95']} ms"
+        f"{result['cases']} cases in {result['seconds']} s ({args.mode}, wait {args.wait} s, "
+        f"{args.in_flight} in flight); search p50 {result['search_ms_p50']} ms, p95 "
+        f"{result['search_ms_p95']} ms; memory.add p50 {result['add_ms_p50']} ms, p95 "
+        f"{result['add_ms_p95']} ms"
     )
 
 

@@ -27,8 +27,6 @@ import json
 import os
 import platform
 import random
-import secrets
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,20 +34,18 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import httpx
 import uvloop
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from rpc_client import RpcConnection
 from service_latency import ServerCpu, corpus, percentiles
-from serving import embedded_env, free_port, serve
+from serving import drop_database, embedded_env, free_port, production_env, serve, wait_ready
 
 from agentcore.bootstrap import build_embedder
 from agentcore.config import Settings
 
 USER = "load-user"
-PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/test"
 
 
 def embedding_floor(texts: list[str]) -> dict[str, float]:
@@ -187,25 +183,6 @@ async def drive(
     }
 
 
-def production_env(data_dir: str) -> tuple[dict[str, str], str]:
-    """A fresh Postgres database, migrated; Redis. Returns the env and the database's name."""
-    import psycopg
-
-    name = f"agentcore_load_{secrets.token_hex(4)}"
-    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    env = {
-        **os.environ,
-        "AGENTCORE_DATA_DIR": data_dir,
-        "DATABASE_URL": f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}",
-        "REDIS_URL": "redis://127.0.0.1:6379/12",
-        "LOG_LEVEL": "WARNING",
-    }
-    migrate = [sys.executable, "-m", "agentcore.cli", "migrate"]
-    subprocess.run(migrate, env=env, check=True, stdout=subprocess.DEVNULL)
-    return env, name
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--mode", choices=["embedded", "production"], default="embedded")
@@ -227,24 +204,14 @@ def main() -> None:
             env = embedded_env(data_dir)
         server = serve(env, port)
         try:
-            base = f"http://127.0.0.1:{port}"
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline:
-                try:
-                    if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    time.sleep(0.3)
+            wait_ready(f"http://127.0.0.1:{port}")
             run = drive("127.0.0.1", port, turns, questions, args, ServerCpu(server.pid))
             report.update(uvloop.run(run))
         finally:
             server.terminate()
             server.wait(timeout=60)
             if database is not None:
-                import psycopg
-
-                with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
-                    conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+                drop_database(database)
     report["floor"] = embedding_floor(turns)
     report["machine"] = (
         f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"

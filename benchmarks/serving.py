@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import os
+import secrets
 import socket
 import subprocess
 import sys
+import time
+
+import httpx
+
+PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/test"
 
 
 def free_port() -> int:
@@ -27,3 +33,43 @@ def serve(env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "agentcore.cli", "serve", "--port", str(port)], env=env
     )
+
+
+def production_env(data_dir: str) -> tuple[dict[str, str], str]:
+    """A fresh Postgres database, migrated; Redis. Returns the env and the database's name
+    (``drop_database`` when done)."""
+    import psycopg
+
+    name = f"agentcore_bench_{secrets.token_hex(4)}"
+    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    env = {
+        **os.environ,
+        "AGENTCORE_DATA_DIR": data_dir,
+        "DATABASE_URL": f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}",
+        "REDIS_URL": "redis://127.0.0.1:6379/12",
+        "LOG_LEVEL": "WARNING",
+    }
+    migrate = [sys.executable, "-m", "agentcore.cli", "migrate"]
+    subprocess.run(migrate, env=env, check=True, stdout=subprocess.DEVNULL)
+    return env, name
+
+
+def drop_database(name: str) -> None:
+    import psycopg
+
+    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def wait_ready(base: str, seconds: float = 120) -> None:
+    """Until ``base``/readyz answers 200 (the stores reachable, the schema at head)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    raise SystemExit(f"{base} was not ready within {seconds:.0f} s")

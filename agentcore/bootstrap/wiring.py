@@ -205,7 +205,7 @@ def _memory_core(settings: Settings, stores: Stores, clock: Clock) -> _Core:
         max_batch_size=settings.memory_max_batch_size,
         stages=stages,
         default_ttl=settings.memory_default_ttl,
-        updates=UpdateReader(uow_factory, vectors, embedder, clock),
+        updates=UpdateReader(uow_factory, vectors, embedder, clock, fresh=retrieval.fresh),
     )
     return _Core(sync, access, error_signals, retrieval, stages, memory)
 

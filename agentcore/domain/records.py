@@ -194,6 +194,16 @@ def apply_changes(
         updates["content"] = check_content(changes.content, max_length)
     if changes.metadata is not None:
         updates["metadata"] = {**memory.metadata, **changes.metadata}
+    if "content" in updates and updates["content"] != memory.content:
+        # the slot the words fill now (none when they fill none), not the one they filled
+        metadata = updates.get("metadata", memory.metadata)
+        statement = (
+            statement_of(updates["content"], speaker_of(metadata))
+            if memory.layer in FACT_LAYERS
+            else None
+        )
+        updates["fact_slot"] = None if statement is None else statement.slot
+        updates["fact_value"] = None if statement is None else statement.value
     if changes.tags is not None:
         updates["tags"] = list(dict.fromkeys(changes.tags))
     if changes.critical is not None:

@@ -33,17 +33,14 @@ a memory without a session is an episode of its own.
 from __future__ import annotations
 
 import asyncio
-import logging
 import re
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Protocol
 
-from agentcore.domain.errors import AgentCoreError
 from agentcore.domain.models import Memory
-from agentcore.services.failures import log_failure
-from agentcore.services.fresh import EMBEDDING_WAIT, Claimed, FreshVectors
+from agentcore.services.fresh import Claimed, FreshVectors, embed_owed
 from agentcore.services.ports import (
     Embedder,
     UnitOfWorkFactory,
@@ -53,8 +50,6 @@ from agentcore.services.ports import (
     VectorStore,
 )
 from agentcore.services.vector_payload import decided
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -322,29 +317,11 @@ class CandidateGenerator:
             vector = (await self._embedder.embed([query]))[0]
         elif owed:
             vector, _ = await asyncio.gather(
-                self._embedder.embed_query(query), self._embed_owed(owed)
+                self._embedder.embed_query(query), embed_owed(self._fresh, self._embedder, owed)
             )
         else:
             vector = await self._embedder.embed_query(query)
         return vector, await self._vectors.search(vector, flt, pool)
-
-    async def _embed_owed(self, owed: Claimed) -> None:
-        """A few owed vectors of the searched scopes (``services.fresh``): the texts nobody
-        is embedding are embedded here, those under way are waited for, at most
-        ``EMBEDDING_WAIT``; what is still missing is found by its words."""
-        under_way = {o.asked for o in owed.values() if o.asked is not None}
-        mine = self._fresh.ask({i: o for i, o in owed.items() if o.asked is None})
-        vectors: dict[str, Vectors] = {}
-        try:
-            if mine:
-                rows = await self._embedder.embed_now([o.text for o in mine.values()])
-                vectors = dict(zip(mine, rows, strict=True))
-        except AgentCoreError as exc:
-            log_failure(log, f"embedding {len(mine)} owed texts for a search failed", exc)
-        finally:
-            self._fresh.fill(mine, vectors)
-        if under_way:
-            await asyncio.wait([asyncio.shield(f) for f in under_way], timeout=EMBEDDING_WAIT)
 
     async def _cosines(
         self,

@@ -16,13 +16,18 @@ after it and handed to the indexer, which embeds only what nobody has (``known``
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from agentcore.domain.errors import AgentCoreError
 from agentcore.domain.models import Memory
-from agentcore.services.ports import VectorHit, Vectors
+from agentcore.services.failures import log_failure
+from agentcore.services.ports import Embedder, VectorHit, Vectors
+
+log = logging.getLogger(__name__)
 
 EMBED_NOW = 64  # owed texts a search embeds itself: a caller's recent writes, not a backlog
 EMBEDDING_WAIT = 0.25  # seconds a search waits, at most, for an embedding under way
@@ -47,6 +52,10 @@ class FreshVectors:
 
     def __len__(self) -> int:
         return len(self._scope_of)
+
+    def __contains__(self, memory_id: object) -> bool:
+        """Whether this memory's vector is still owed."""
+        return memory_id in self._scope_of
 
     def owe(self, memories: Iterable[Memory]) -> None:
         """Memories just committed (or changed) whose vectors are queued."""
@@ -83,15 +92,15 @@ class FreshVectors:
                 found[memory_id] = (owed.text, owed.vector)
         return found
 
-    def unembedded(self, scope_keys: Collection[str], most: int = EMBED_NOW) -> Claimed:
+    def unembedded(self, scope_keys: Collection[str], most: int | None = EMBED_NOW) -> Claimed:
         """The owed entries of these scopes not embedded yet (each with its ``text``), to
-        ``fill``; none when there are more than ``most`` (a backlog)."""
+        ``fill``; none when there are more than ``most`` (a backlog; None: no bound)."""
         found: dict[str, _Owed] = {}
         for key in scope_keys:
             for memory_id, owed in self._by_scope.get(key, {}).items():
                 if owed.vector is None:
                     found[memory_id] = owed
-                    if len(found) > most:
+                    if most is not None and len(found) > most:
                         return {}
         return found
 
@@ -140,3 +149,24 @@ class FreshVectors:
     def _get(self, memory_id: str) -> _Owed | None:
         key = self._scope_of.get(memory_id)
         return None if key is None else self._by_scope[key].get(memory_id)
+
+
+async def embed_owed(
+    fresh: FreshVectors, embedder: Embedder, owed: Claimed, wait: float = EMBEDDING_WAIT
+) -> None:
+    """Vectors for owed entries (``FreshVectors.unembedded``): the texts nobody is embedding
+    are embedded here (``Embedder.embed_now``), those under way are waited for, at most
+    ``wait`` seconds; a failure is logged and what is still missing stays unembedded."""
+    under_way = {o.asked for o in owed.values() if o.asked is not None}
+    mine = fresh.ask({i: o for i, o in owed.items() if o.asked is None})
+    vectors: dict[str, Vectors] = {}
+    try:
+        if mine:
+            rows = await embedder.embed_now([o.text for o in mine.values()])
+            vectors = dict(zip(mine, rows, strict=True))
+    except AgentCoreError as exc:
+        log_failure(log, f"embedding {len(mine)} owed texts failed", exc)
+    finally:
+        fresh.fill(mine, vectors)
+    if under_way:
+        await asyncio.wait([asyncio.shield(f) for f in under_way], timeout=wait)

@@ -36,7 +36,8 @@ _Batch = tuple[list[tuple[int, OutboxEntry]], "asyncio.Future[Prepared]"]
 
 AfterIndexing = Callable[[Sequence[Memory]], Awaitable[object]]
 """Work on memories whose vectors were just written, before they count as indexed (reading
-knowledge updates: ``services.supersession.UpdateReader``); it gets them as submitted."""
+knowledge updates again when the write could not: ``MemoryManager``); it gets them as given
+to ``follow``."""
 
 
 class VectorIndexer:
@@ -53,6 +54,7 @@ class VectorIndexer:
         self._after = after
         self._fresh = FreshVectors() if fresh is None else fresh
         self._followed: dict[str, Memory] = {}  # the memories ``after`` is owed, by id
+        self._after_tasks: set[asyncio.Task[None]] = set()
         self._queue: deque[tuple[int, OutboxEntry]] = deque()  # (sequence number, entry)
         self._last_of_scope: dict[str, int] = {}  # scope key -> its newest sequence number
         self._submitted = 0
@@ -64,13 +66,10 @@ class VectorIndexer:
     def pending(self) -> int:
         return self._submitted - self._done
 
-    def submit(self, entries: Sequence[tuple[int, Memory]], *, follow: bool = False) -> None:
-        """Queue the vector writes of committed memories (outbox entry id, memory); with
-        ``follow``, ``after`` gets them once written."""
+    def submit(self, entries: Sequence[tuple[int, Memory]]) -> None:
+        """Queue the vector writes of committed memories (outbox entry id, memory)."""
         if not entries:
             return
-        if follow and self._after is not None:
-            self._followed.update((memory.id, memory) for _, memory in entries)
         for entry_id, memory in entries:
             self._submitted += 1
             self._queue.append((self._submitted, OutboxEntry(entry_id, memory.id, UPSERT, 0)))
@@ -79,6 +78,19 @@ class VectorIndexer:
         self._sync.reserve([entry_id for entry_id, _ in entries])
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._run(), name="indexer")
+
+    def follow(self, memories: Sequence[Memory]) -> None:
+        """``after`` gets these memories once their vectors are written: those still owed
+        when their batch is written, the others at once (on a task of its own)."""
+        if self._after is None:
+            return
+        owed = [m for m in memories if m.id in self._fresh]
+        self._followed.update((m.id, m) for m in owed)
+        written = [m for m in memories if m.id not in self._fresh]
+        if written:
+            task = asyncio.get_running_loop().create_task(self._run_after(written))
+            self._after_tasks.add(task)
+            task.add_done_callback(self._after_tasks.discard)
 
     async def settle(self, scope_keys: Collection[str], seconds: float = EXACT_WAIT) -> bool:
         """Wait until the vectors of these scopes owed now are written (at most ``seconds``):
@@ -155,10 +167,12 @@ class VectorIndexer:
         failed is replayed later without it: an update it states is not read)."""
         followed = [self._followed.pop(m) for m in dict.fromkeys(memory_ids) if m in self._followed]
         written = set(upserted)
-        followed = [m for m in followed if m.id in written]
-        if not followed or self._after is None:
+        await self._run_after([m for m in followed if m.id in written])
+
+    async def _run_after(self, memories: Sequence[Memory]) -> None:
+        if not memories or self._after is None:
             return
         try:
-            await self._after(followed)
+            await self._after(memories)
         except Exception as exc:  # reading updates must never stop indexing; it is logged
-            log_failure(log, f"reading updates of {len(followed)} memories failed", exc)
+            log_failure(log, f"reading updates of {len(memories)} memories failed", exc)

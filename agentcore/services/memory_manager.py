@@ -31,6 +31,7 @@ from agentcore.domain.records import (
 )
 from agentcore.domain.scopes import owning_level, visible_scope_keys
 from agentcore.services.duplicates import repeats
+from agentcore.services.failures import log_failure
 from agentcore.services.group_commit import GroupCommit
 from agentcore.services.indexer import VectorIndexer
 from agentcore.services.ports import (
@@ -137,7 +138,7 @@ class MemoryManager:
         self._updates = updates
         self._indexer = VectorIndexer(
             vector_sync,
-            after=None if updates is None else self._read_updates,
+            after=None if updates is None else self._read_updates_behind,
             fresh=retrieval.fresh,
         )
         self._writes = GroupCommit(self._store_new, max_items=max_batch_size)
@@ -177,7 +178,9 @@ class MemoryManager:
                     memory.stage_id = await self._stages.stage_for(memory.scope.task_id, memory)
         writes = [_Write(m, item.unique) for m, item in zip(memories, items, strict=True)]
         stored = await self._writes.submit(writes)  # with the adds that arrive meanwhile
-        prime_ranking_soon([s.memory.content for s in stored if not s.deduplicated])
+        new = [s.memory for s in stored if not s.deduplicated]
+        prime_ranking_soon([m.content for m in new])
+        await self._read_updates(new)
         return stored
 
     async def _store_new(self, writes: list[_Write]) -> list[Stored]:
@@ -194,8 +197,8 @@ class MemoryManager:
             counts = Counter(m.id for m in repeated.values())
             await uow.memories.add_accesses({i: Access(n, now) for i, n in counts.items()})
             await uow.commit()
-        # write-behind: the vectors follow (services/indexer.py), then what they mean
-        self._indexer.submit(list(zip(entry_ids, memories, strict=True)), follow=True)
+        # write-behind: the vectors follow (services/indexer.py)
+        self._indexer.submit(list(zip(entry_ids, memories, strict=True)))
         for earlier in {m.id: m for m in repeated.values()}.values():
             earlier.access_count += counts[earlier.id]
             earlier.last_accessed_at = now
@@ -221,8 +224,20 @@ class MemoryManager:
         return await uow.outbox.add_many([memory.id for memory in memories], UPSERT)
 
     async def _read_updates(self, memories: Sequence[Memory]) -> None:
-        """Once the vectors of new memories are written: the facts they update, read from
-        meaning (``UpdateReader``), are superseded."""
+        """Before the write answers: the facts its new memories update, read from meaning
+        (``UpdateReader``), are superseded, so every read after the reply ranks with them. The
+        memories are committed already; a reading that fails (the embedder or a store away)
+        does not fail the write: it is logged, and done again behind the reply once their
+        vectors are written."""
+        if self._updates is None or not memories:
+            return
+        try:
+            await self._updates.read(memories, self._record)
+        except Exception as exc:
+            log_failure(log, f"reading the updates of {len(memories)} memories failed", exc)
+            self._indexer.follow(memories)
+
+    async def _read_updates_behind(self, memories: Sequence[Memory]) -> None:
         if self._updates is not None:
             await self._updates.read(memories, self._record)
 
@@ -267,7 +282,8 @@ class MemoryManager:
             return await uow.memories.promoted_from(source_ids)
 
     async def update(self, memory_id: str, scope: ScopeIds, changes: MemoryChanges) -> Memory:
-        """Apply a partial update; a content change re-embeds the memory."""
+        """Apply a partial update; a content change re-embeds the memory and is read for the
+        facts it updates, as a new memory is (those created before it)."""
         now = self._clock()
         async with self._uow_factory(read_only=True) as uow:
             current = await self._visible(uow, memory_id, scope)
@@ -276,12 +292,16 @@ class MemoryManager:
             return current
         async with self._uow_factory() as uow:
             await self._visible(uow, memory_id, scope)
+            if "content" in after:  # what it says now may update another fact (by its slot)
+                await supersede(uow, updated, self._record)
             await uow.memories.update(updated)
             await self._record(uow, updated, EventKind.UPDATE, before, after)
             entry_id = await uow.outbox.add(updated.id, UPSERT)
             await uow.commit()
         self._indexer.submit([(entry_id, updated)])
         prime_ranking_soon([updated.content])
+        if "content" in after:  # ... or by its meaning
+            await self._read_updates([updated])
         return updated
 
     async def reweigh(

@@ -5,10 +5,11 @@ event by the actor ``supersession``; nothing is deleted). Two readers decide, on
 - **the rules, on write** (``supersede``, in the add's transaction): a memory whose slot the
   rules read (``agentcore.domain.updates.statements``, or an LLM extractor's ``slot``)
   supersedes the current memories of its slot with another value, so the next read sees it;
-- **meaning, confirmed, once the vector is written** (``UpdateReader``, called by the indexer
-  before the memory counts as indexed, so a search that waits for its scope sees the result):
-  a new memory whose words could confirm a replacement, read as a question, retrieves the
-  scope's nearest current facts, and ``agentcore.domain.updates.replacement`` decides from
+- **meaning, confirmed, before the write answers** (``UpdateReader``, called by the write once
+  it has committed, so every read after the reply ranks with it, in any process): a new memory
+  whose words could confirm a replacement, read as a question, retrieves the scope's nearest
+  current facts (the vector store's and those whose vectors are still owed, embedded then if
+  nobody has: ``services.fresh``), and ``agentcore.domain.updates.replacement`` decides from
   their similarity (relative to the model and to the scope), the readers' vetoes and a
   confirmation besides meaning (a change said in words, the old value said to have ended, the
   same rule slot, what is new about the old one's matter); its own transaction records it.
@@ -18,7 +19,9 @@ event by the actor ``supersession``; nothing is deleted). Two readers decide, on
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any, Protocol
 
 from agentcore.domain.clock import Clock
@@ -34,6 +37,7 @@ from agentcore.domain.updates.replacement import (
     reading_of,
     replaces,
 )
+from agentcore.services.fresh import FreshVectors, embed_owed
 from agentcore.services.ports import (
     Embedder,
     UnitOfWork,
@@ -52,6 +56,9 @@ BARS = Bars(lift=0.24, margin=0.1, linked=0.15)
 _NEIGHBOURS = 8  # nearest memories of the scope read for each new fact
 _TYPICAL = 5  # the rank of the neighbour that stands for an ordinary one (``replaces``)
 _CONSIDERED = 3  # the nearest ones a new fact may replace (the first the readers allow)
+# Seconds a reading waits, at most, for the vectors of its scope's owed memories that another
+# caller is embedding (the indexer's batch, a search's): a reading compares every older fact.
+_OWED_WAIT = 5.0
 
 
 class RecordEvent(Protocol):
@@ -98,7 +105,7 @@ async def _mark(uow: UnitOfWork, old: Memory, new: Memory, record: RecordEvent) 
 
 
 class UpdateReader:
-    """Supersession recognised from meaning, for memories whose vectors were just written."""
+    """Supersession recognised from meaning, for memories just committed."""
 
     def __init__(
         self,
@@ -107,13 +114,17 @@ class UpdateReader:
         embedder: Embedder,
         clock: Clock,
         *,
+        fresh: FreshVectors | None = None,
         bars: Bars = BARS,
         references: Sequence[str] = REFERENCES,
     ) -> None:
+        """``fresh``: the memories whose vectors the indexer still owes (the search's
+        ``EnhancedRetrieval.fresh``), compared beside the vector store's."""
         self._uow_factory = uow_factory
         self._vectors = vectors
         self._embedder = embedder
         self._clock = clock
+        self._fresh = FreshVectors() if fresh is None else fresh
         self._bars = bars
         self._references = references
         self._calibration: Calibration | None = None
@@ -155,29 +166,51 @@ class UpdateReader:
             return False  # decided by its words: no embedding spent
         new = _reading(memory)
         calibration = await self.calibration()
-        query = await self._embedder.embed_query(memory.content)
-        flt = VectorFilter(
-            scope_keys=[memory.scope_key],
-            layers=[layer.value for layer in FACT_LAYERS],
-            alive_at=self._clock().timestamp(),
-        )
-        found = await self._vectors.search(query, flt, _NEIGHBOURS + 1)
-        hits = [hit for hit in found if hit.id != memory.id]
-        if not hits:
+        neighbours = await self._neighbours(memory)
+        if not neighbours:
             return False
-        typical = hits[_TYPICAL - 1].score if len(hits) >= _TYPICAL else calibration.background
-        nearest = hits[:_CONSIDERED]
-        async with self._uow_factory(read_only=True) as uow:
-            stored = {m.id: m for m in await uow.memories.get_many([h.id for h in nearest])}
-        for hit in nearest:
-            old = stored.get(hit.id)
-            if old is None or not _may_be_replaced(old, memory):
+        typical = (
+            neighbours[_TYPICAL - 1][1] if len(neighbours) >= _TYPICAL else calibration.background
+        )
+        for old, score in neighbours[:_CONSIDERED]:
+            if not _may_be_replaced(old, memory):
                 continue
-            verdict = replaces(_reading(old), new, hit.score, typical, calibration, self._bars)
+            verdict = replaces(_reading(old), new, score, typical, calibration, self._bars)
             if verdict.vetoed:
                 continue
             return verdict.replaces and await self._record(old.id, memory.id, record)
         return False
+
+    async def _neighbours(self, memory: Memory) -> list[tuple[Memory, float]]:
+        """The ``_NEIGHBOURS`` live memories of the fact layers in ``memory``'s scope nearest
+        to it read as a question, best first, with their cosines: the vector store's and the
+        scope's owed ones (``services.fresh``; those nobody has embedded are embedded here, so
+        a fact written a moment ago is compared whether the indexer is behind or not)."""
+        keys = [memory.scope_key]
+        owed = {  # its own passage vector is the indexer's to make
+            i: o for i, o in self._fresh.unembedded(keys, most=None).items() if i != memory.id
+        }
+        query, _ = await asyncio.gather(
+            self._embedder.embed_query(memory.content),
+            embed_owed(self._fresh, self._embedder, owed, _OWED_WAIT),
+        )
+        now = self._clock()
+        flt = VectorFilter(
+            scope_keys=keys, layers=[layer.value for layer in FACT_LAYERS], alive_at=now.timestamp()
+        )
+        found = await self._vectors.search(query, flt, _NEIGHBOURS + 1)
+        merged = {hit.id: hit for hit in found} | {
+            hit.id: hit for hit in self._fresh.cosines(query, keys)
+        }
+        merged.pop(memory.id, None)
+        hits = sorted(merged.values(), key=lambda hit: (-hit.score, hit.id))[: 2 * _NEIGHBOURS]
+        async with self._uow_factory(read_only=True) as uow:
+            stored = {m.id: m for m in await uow.memories.get_many([h.id for h in hits])}
+        return [
+            (stored[hit.id], hit.score)
+            for hit in hits
+            if _of_fact_layers(stored.get(hit.id), now)
+        ][:_NEIGHBOURS]
 
     async def _record(self, old_id: str, new_id: str, record: RecordEvent) -> bool:
         """Mark ``old_id`` superseded by ``new_id`` unless either changed meanwhile; a slot the
@@ -209,6 +242,16 @@ def _worth_reading(memory: Memory) -> bool:
         and memory.superseded_by is None
         and memory.compacted_into_id is None
         and may_replace(memory.content, memory.fact_slot, memory.fact_value)
+    )
+
+
+def _of_fact_layers(memory: Memory | None, now: datetime) -> bool:
+    """Stored, of a fact layer and alive: what the vector store's filter keeps."""
+    return (
+        memory is not None
+        and memory.layer in FACT_LAYERS
+        and not memory.is_expired(now)
+        and memory.compacted_into_id is None
     )
 
 

@@ -1,19 +1,23 @@
-"""Supersession read from meaning once a vector is written (``UpdateReader``, called by the
-indexer for new memories): what it records, what it leaves alone, and that a search waiting
-for its scope sees the result. The fake embedder's bag of words stands in for meaning."""
+"""Supersession read from meaning before a write answers (``UpdateReader``, called by
+``MemoryManager.store`` once the new memories are committed): what it records, what it leaves
+alone, that it holds while the indexer is behind, and that a reading that failed is done again
+behind the reply. The fake embedder's bag of words stands in for meaning."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import asyncio
+from collections.abc import Sequence
+
 import pytest
 
 from agentcore.domain.errors import EmbeddingFailed
 from agentcore.domain.models import EventKind, Layer, ScopeIds
-from agentcore.domain.records import NewMemory
+from agentcore.domain.records import MemoryChanges, NewMemory
 from agentcore.domain.updates import statement_of
 from agentcore.services.memory_manager import MemoryManager
-from agentcore.services.ports import Vectors
+from agentcore.services.ports import VectorPoint, Vectors
 from agentcore.services.retrieval import EnhancedRetrieval, SearchQuery
 from agentcore.services.supersession import SUPERSESSION, UpdateReader
 from agentcore.services.vector_sync import VectorSync
@@ -39,13 +43,29 @@ class CountingEmbedder(FakeEmbedder):
         return await super().embed_query(text)
 
 
+class GatedVectorStore(FakeVectorStore):
+    """Writes wait while ``open`` is clear: an indexer that is behind."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.open = asyncio.Event()
+        self.open.set()
+
+    async def upsert(self, points: Sequence[VectorPoint]) -> None:
+        await self.open.wait()
+        await super().upsert(points)
+
+
 class Rig:
     def __init__(self) -> None:
         self.store, self.clock = FakeStore(), FakeClock()
-        vectors, self.embedder = FakeVectorStore(), CountingEmbedder()
+        vectors, self.embedder = GatedVectorStore(), CountingEmbedder()
+        self.vectors = vectors
         retrieval = EnhancedRetrieval(self.store, vectors, self.embedder, self.clock, 200)
         sync = VectorSync(self.store, vectors, self.embedder, self.clock)
-        self.reader = UpdateReader(self.store, vectors, self.embedder, self.clock)
+        self.reader = UpdateReader(
+            self.store, vectors, self.embedder, self.clock, fresh=retrieval.fresh
+        )
         self.memory = MemoryManager(
             self.store, self.embedder, sync, retrieval, self.clock, 500, 10, updates=self.reader
         )
@@ -63,12 +83,13 @@ def rig() -> Rig:
     return Rig()
 
 
-async def test_a_new_value_supersedes_the_old_fact_once_indexed(rig: Rig) -> None:
+async def test_a_new_value_supersedes_the_old_fact_before_the_write_answers(rig: Rig) -> None:
     assert statement_of(OLD) is None  # no rule reads either
     assert statement_of(NEW) is None
+    rig.vectors.open.clear()  # no vector is written: both are still owed by the indexer
     old = await rig.add(OLD)
     new = await rig.add(NEW)
-    await rig.memory.search(SearchQuery("Which editor do I use?", ALICE))  # waits for it
+    assert rig.vectors.points == {}
     stale, current = await rig.memory.read([old, new], ALICE)
     assert (stale.superseded_by, stale.valid_to) == (new, current.created_at)
     assert (current.superseded_by, current.valid_to) == (None, None)
@@ -160,8 +181,21 @@ async def test_a_failed_reading_leaves_the_write_indexed(rig: Rig) -> None:
     assert rig.memory.indexing_backlog == 0
 
 
-async def test_updates_and_promotions_are_not_read(rig: Rig) -> None:
-    """Only new writes are read: a content change or a derived copy restates what was."""
+async def test_a_failed_reading_is_done_again_once_the_vector_is_written(rig: Rig) -> None:
+    old = await rig.add(OLD)
+    await rig.settled()
+    rig.vectors.open.clear()
+    rig.embedder.fail_queries = True
+    new = await rig.add(NEW)  # acknowledged: the reading's failure is not the write's
+    assert (await rig.memory.read([old], ALICE))[0].superseded_by is None
+    rig.embedder.fail_queries = False
+    rig.vectors.open.set()
+    await rig.settled()
+    assert (await rig.memory.read([old], ALICE))[0].superseded_by == new
+
+
+async def test_a_promotion_is_not_read(rig: Rig) -> None:
+    """A derived copy restates what was: it updates nothing."""
     old = await rig.add(OLD)
     await rig.settled()
     asked = len(rig.embedder.queries)
@@ -172,6 +206,24 @@ async def test_updates_and_promotions_are_not_read(rig: Rig) -> None:
     await rig.settled()
     assert len(rig.embedder.queries) == asked
     assert (await rig.memory.read([old], ALICE))[0].superseded_by is None
+
+
+async def test_a_content_update_is_read_like_a_new_statement(rig: Rig) -> None:
+    old = await rig.add(OLD)
+    other = await rig.add("I keep my notes in a paper diary.")
+    await rig.memory.update(other, ALICE, MemoryChanges(content=NEW))
+    assert (await rig.memory.read([old], ALICE))[0].superseded_by == other
+
+
+async def test_a_content_update_fills_the_slot_its_words_fill_now(rig: Rig) -> None:
+    home = await rig.add("I live in Graz.")
+    assert (await rig.memory.read([home], ALICE))[0].fact_slot == "user|home"
+    await rig.memory.update(home, ALICE, MemoryChanges(content="I enjoy long walks."))
+    (changed,) = await rig.memory.read([home], ALICE)
+    assert (changed.fact_slot, changed.fact_value) == (None, None)
+    moved = await rig.add("I live in Linz.")  # supersedes nothing: no memory says Graz now
+    assert (await rig.memory.read([home], ALICE))[0].superseded_by is None
+    assert (await rig.memory.read([moved], ALICE))[0].fact_slot == "user|home"
 
 
 async def test_what_only_meaning_relates_ranks_first_for_now_and_is_not_recorded(
