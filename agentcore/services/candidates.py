@@ -25,16 +25,16 @@ one frequent word outscore a memory that holds most of the question. With one si
 lexical index, no word in common, no vector yet) the other side alone decides.
 
 Evidence clusters in episodes: a memory whose session holds other strong candidates is more
-likely what was asked about. The relevance is finally blended with its episode's strength
-(the mean of the episode's best ``episode_top`` relevances, relative to the best episode);
-a memory without a session is an episode of its own.
+likely what was asked about. The fused value is what ``services.relevance`` ranks by: the
+hand-set ``FusedRelevance`` blends it with the strength of the memory's session, a learned
+model reads it beside the other signals of each candidate (``Candidate``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Protocol
@@ -49,6 +49,7 @@ from agentcore.services.ports import (
     Vectors,
     VectorStore,
 )
+from agentcore.services.relevance import Candidate, FusedRelevance, Query, Relevance
 from agentcore.services.vector_payload import decided
 
 
@@ -89,15 +90,13 @@ class Fusion:
     """How dense and lexical candidates are combined (see the module docstring)."""
 
     dense_weight: float = 0.4
-    episode_weight: float = 0.3
-    episode_top: int = 3
     pool: int = 30  # candidates fetched from each side (50 found no more evidence on LoCoMo)
 
     def __post_init__(self) -> None:
-        if not 0.0 <= self.dense_weight <= 1.0 or self.episode_weight < 0.0:
-            raise ValueError("dense_weight must be in [0, 1] and episode_weight >= 0")
-        if self.episode_top < 1 or self.pool < 1:
-            raise ValueError("episode_top and pool must be positive")
+        if not 0.0 <= self.dense_weight <= 1.0:
+            raise ValueError("dense_weight must be in [0, 1]")
+        if self.pool < 1:
+            raise ValueError("pool must be positive")
 
 
 _WIDEN = 4  # dense candidates fetched per one kept when the rows test a ``where``
@@ -110,6 +109,13 @@ def calibrated(cosine: float, background: float) -> float:
     if background <= 0.0:
         return min(max(cosine, 0.0), 1.0)
     return min(max((cosine - background) / (1.0 - background), 0.0), 1.0)
+
+
+def lift(cosine: float, background: float) -> float:
+    """A cosine rescaled from the embedder's background similarity (0) to 1, not clipped."""
+    if background <= 0.0:
+        return cosine
+    return (cosine - background) / (1.0 - background)
 
 
 def without_words(text: str, names: Sequence[str]) -> str:
@@ -168,40 +174,6 @@ def fuse(
     return fused
 
 
-def with_episodes(
-    relevance: Mapping[str, float],
-    episodes: Mapping[str, Hashable],
-    weight: float,
-    top: int,
-) -> dict[str, float]:
-    """``relevance`` blended with the strength of each id's episode, still in [0, 1].
-
-    ``episodes`` maps an id to its episode (ids left out are episodes of their own)."""
-    if weight <= 0 or not relevance:
-        return dict(relevance)
-    members: dict[Hashable, list[float]] = {}
-    for memory_id, value in relevance.items():
-        members.setdefault(episodes.get(memory_id, ("memory", memory_id)), []).append(value)
-    strength = {key: _mean_top(values, top) for key, values in members.items()}
-    best = max(strength.values())
-    if best <= 0:
-        return dict(relevance)
-    return {
-        memory_id: (
-            value + weight * strength[episodes.get(memory_id, ("memory", memory_id))] / best
-        )
-        / (1.0 + weight)
-        for memory_id, value in relevance.items()
-    }
-
-
-def episode_of(memory: Memory) -> Hashable:
-    """The episode a memory belongs to: its session within its scope and layer."""
-    if memory.scope.session_id is None:
-        return ("memory", memory.id)
-    return (memory.scope_key, memory.layer.value, memory.scope.session_id)
-
-
 class CandidateGenerator:
     """Dense and lexical candidates for a query, fused into (memory, relevance) pairs."""
 
@@ -214,13 +186,18 @@ class CandidateGenerator:
         fusion: Fusion | None = None,
         *,
         fresh: FreshVectors | None = None,
+        relevance: Relevance | None = None,
     ) -> None:
+        """``relevance`` ranks the candidates (the hand-set fusion when None; a near-duplicate
+        check, ``dense_only``, always ranks by it)."""
         self._uow_factory = uow_factory
         self._vectors = vectors
         self._embedder = embedder
         self._lexical = lexical
         self._fusion = fusion or Fusion()
         self._fresh = FreshVectors() if fresh is None else fresh
+        self._fused = FusedRelevance()
+        self.relevance: Relevance = relevance or self._fused
 
     async def generate(
         self,
@@ -241,6 +218,30 @@ class CandidateGenerator:
         memory of a scope is about its owner whether it names them or not ("I'm vegetarian",
         stored for alice), so a query's words that name the owner ("what can alice not
         eat?") are no lexical evidence and are left out of the lexical side."""
+        ranker = self._fused if dense_only else self.relevance
+        found, scored = await self.candidates(
+            query, flt, limit, now, dense_only=dense_only, owners=owners
+        )
+        relevance = ranker.score(found, scored)
+        ranked = sorted(
+            zip(scored, relevance, strict=True), key=lambda item: (-item[1], item[0].memory.id)
+        )
+        if threshold is not None:
+            ranked = [(c, value) for c, value in ranked if value >= threshold]
+        return [(c.memory, value) for c, value in ranked[:limit]]
+
+    async def candidates(
+        self,
+        query: str,
+        flt: VectorFilter,
+        limit: int,
+        now: datetime,
+        *,
+        dense_only: bool = False,
+        owners: Sequence[str] = (),
+    ) -> tuple[Query, list[Candidate]]:
+        """The query as the rankers read it, and every live candidate of both sides with its
+        signals (``generate`` ranks them; the ranking model's training reads them too)."""
         pool = max(self._fusion.pool, limit)
         query_words = without_words(query, owners)
         # A ``where`` is tested by the database on the rows read; when the vector store's
@@ -251,13 +252,14 @@ class CandidateGenerator:
         (vector, dense), lexical = await asyncio.gather(
             self._dense(query, flt, wide, exact=dense_only), lexical_side
         )
+        asked = Query(query, len(set(_WORD.findall(query_words.lower()))), pool)
         owed = self._fresh.cosines(vector, flt.scope_keys)
         if owed and flt.ids is not None:
             owed = [hit for hit in owed if hit.id in set(flt.ids)]
         dense = _merged(dense, owed, wide)
         ids = list(dict.fromkeys([hit.id for hit in dense] + [hit.id for hit in lexical]))
         if not ids:
-            return []
+            return asked, []
         found, exact = await asyncio.gather(
             self._lookup(query_words if lexical else "", flt, ids),
             self._cosines(vector, flt, dense, lexical, owed),
@@ -273,35 +275,41 @@ class CandidateGenerator:
             and (layers is None or m.layer.value in layers)
         }
         background = self._embedder.background_similarity
-        known = {
-            hit.id: calibrated(hit.score, background) for hit in (*dense, *exact) if hit.id in live
-        }
+        raw = {hit.id: hit.score for hit in (*dense, *exact) if hit.id in live}
         dense_floor = floor_of(dense, wide)
         if wide > pool:
             dense = [hit for hit in dense if hit.id in live][:pool]
             dense_floor = floor_of(dense, pool) if len(dense) >= pool else dense_floor
-        dense_floor = calibrated(dense_floor, background) if dense_floor else 0.0
         wanted = {hit.id for hit in dense} | {hit.id for hit in lexical}
-        cosine = {memory_id: score for memory_id, score in known.items() if memory_id in wanted}
+        raw = {memory_id: score for memory_id, score in raw.items() if memory_id in wanted}
+        cosine = {memory_id: calibrated(score, background) for memory_id, score in raw.items()}
+        floor = calibrated(dense_floor, background) if dense_floor else 0.0
         scores, lexical_floor = lexical_scores(lexical, found.bm25, pool)
-        relevance = fuse(
+        scores = {memory_id: score for memory_id, score in scores.items() if memory_id in live}
+        coverage = found.coverage if lexical else {}
+        fused = fuse(
             cosine,
-            {memory_id: score for memory_id, score in scores.items() if memory_id in live},
+            scores,
             self._fusion.dense_weight,
-            dense_floor=dense_floor,
+            dense_floor=floor,
             lexical_floor=lexical_floor,
-            coverage=found.coverage if lexical else None,
+            coverage=coverage if lexical else None,
         )
-        relevance = with_episodes(
-            relevance,
-            {memory_id: episode_of(live[memory_id]) for memory_id in relevance},
-            self._fusion.episode_weight,
-            self._fusion.episode_top,
-        )
-        ranked = sorted(relevance.items(), key=lambda item: (-item[1], item[0]))
-        if threshold is not None:
-            ranked = [(memory_id, value) for memory_id, value in ranked if value >= threshold]
-        return [(live[memory_id], value) for memory_id, value in ranked[:limit]]
+        dense_rank = {hit.id: n for n, hit in enumerate(dense, 1)}
+        lexical_rank = {hit.id: n for n, hit in enumerate(lexical, 1)}
+        return asked, [
+            Candidate(
+                memory=live[memory_id],
+                cosine=cosine.get(memory_id, floor),
+                lift=lift(raw[memory_id], background) if memory_id in raw else floor,
+                bm25=scores.get(memory_id, lexical_floor),
+                coverage=coverage.get(memory_id, 0.0),
+                dense_rank=dense_rank.get(memory_id),
+                lexical_rank=lexical_rank.get(memory_id),
+                fused=value,
+            )
+            for memory_id, value in fused.items()
+        ]
 
     async def _dense(
         self, query: str, flt: VectorFilter, pool: int, *, exact: bool
@@ -371,8 +379,3 @@ def _merged(dense: list[VectorHit], owed: list[VectorHit], pool: int) -> list[Ve
 
 def _unit(value: float) -> float:
     return min(max(value, 0.0), 1.0)
-
-
-def _mean_top(values: list[float], top: int) -> float:
-    best = sorted(values, reverse=True)[:top]
-    return sum(best) / len(best)

@@ -207,9 +207,7 @@ class UpdateReader:
         async with self._uow_factory(read_only=True) as uow:
             stored = {m.id: m for m in await uow.memories.get_many([h.id for h in hits])}
         return [
-            (stored[hit.id], hit.score)
-            for hit in hits
-            if _of_fact_layers(stored.get(hit.id), now)
+            (stored[hit.id], hit.score) for hit in hits if _of_fact_layers(stored.get(hit.id), now)
         ][:_NEIGHBOURS]
 
     async def _record(self, old_id: str, new_id: str, record: RecordEvent) -> bool:

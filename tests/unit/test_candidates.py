@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from agentcore.domain.models import ScopeIds
-from agentcore.domain.records import NewMemory
+from agentcore.domain.records import NewMemory, build_memory
 from agentcore.services.candidates import (
     CandidateGenerator,
     Fusion,
@@ -19,10 +19,10 @@ from agentcore.services.candidates import (
     floor_of,
     fuse,
     lexical_scores,
-    with_episodes,
     without_words,
 )
 from agentcore.services.ports import ListQuery, VectorFilter, VectorHit, Vectors
+from agentcore.services.relevance import Candidate, FusedRelevance, Query
 from tests.fakes import FakeEmbedder, FakeStore
 from tests.unit.conftest import Services
 
@@ -133,17 +133,31 @@ def test_lexical_scores_are_the_hits_or_every_candidates_own_bm25() -> None:
     assert lexical_scores([], {}, 2) == ({}, 0.0)
 
 
+def _candidate(memory_id: str, session: str | None, fused: float) -> Candidate:
+    memory = build_memory(
+        NewMemory("text", ScopeIds(user_id="u", session_id=session), id=memory_id),
+        datetime(2026, 1, 1, tzinfo=UTC),
+        100,
+        "model",
+    )
+    return Candidate(memory, 0.0, 0.0, 0.0, 0.0, None, None, fused)
+
+
 def test_episodes_lift_members_of_strong_episodes() -> None:
-    relevance = {"a1": 0.6, "a2": 0.5, "b1": 0.6, "solo": 0.6}
-    episodes = {"a1": "A", "a2": "A", "b1": "B"}
-    blended = with_episodes(relevance, episodes, 0.5, top=2)
+    candidates = [
+        _candidate("a1", "A", 0.6),
+        _candidate("a2", "A", 0.5),
+        _candidate("b1", "B", 0.6),
+        _candidate("solo", None, 0.6),
+    ]
+    query = Query("q", 1, 30)
+    a1, _, b1, solo = FusedRelevance(episode_weight=0.5, episode_top=2).score(query, candidates)
     # Episode strengths: A = mean(0.6, 0.5) = 0.55, B = 0.6 (best), solo = 0.6.
-    assert blended["b1"] == pytest.approx((0.6 + 0.5 * 1.0) / 1.5)
-    assert blended["a1"] == pytest.approx((0.6 + 0.5 * 0.55 / 0.6) / 1.5)
-    assert blended["solo"] == pytest.approx(blended["b1"])
-    assert blended["a1"] < blended["b1"]
-    assert all(0.0 <= v <= 1.0 for v in blended.values())
-    assert with_episodes(relevance, episodes, 0.0, top=2) == relevance
+    assert b1 == pytest.approx((0.6 + 0.5 * 1.0) / 1.5)
+    assert a1 == pytest.approx((0.6 + 0.5 * 0.55 / 0.6) / 1.5)
+    assert solo == pytest.approx(b1)
+    assert a1 < b1
+    assert FusedRelevance(episode_weight=0.0).score(query, candidates) == [0.6, 0.5, 0.6, 0.6]
 
 
 def test_fusion_settings_are_validated() -> None:
@@ -155,7 +169,12 @@ def test_fusion_settings_are_validated() -> None:
 
 async def _generator(services: Services, lexical: WordOverlapIndex | None) -> CandidateGenerator:
     return CandidateGenerator(
-        services.store, services.vectors, services.embedder, lexical, Fusion(episode_weight=0)
+        services.store,
+        services.vectors,
+        services.embedder,
+        lexical,
+        Fusion(),
+        relevance=FusedRelevance(episode_weight=0),
     )
 
 
@@ -175,7 +194,8 @@ async def test_lexical_candidates_join_the_dense_ones(services: Services) -> Non
         services.vectors,
         services.embedder,
         lexical,
-        Fusion(pool=2, episode_weight=0),
+        Fusion(pool=2),
+        relevance=FusedRelevance(episode_weight=0),
     )
     now = services.clock()
     found = await generator.generate("zanzibar", _filter("user:alice"), 2, None, now)
@@ -200,7 +220,8 @@ async def test_a_lexical_only_candidate_is_scored_by_its_own_cosine(services: Se
         services.vectors,
         services.embedder,
         WordOverlapIndex(services.store),
-        Fusion(pool=1, episode_weight=0),
+        Fusion(pool=1),
+        relevance=FusedRelevance(episode_weight=0),
     )
     query = "zanzibar trip gardening"
     vector = (await services.embedder.embed([query]))[0]
