@@ -122,9 +122,13 @@ def build_methods(c: Container, discover: Callable[[], dict[str, Any]]) -> dict[
         ]
         if inferred:
             await c.semantic.extract_from(inferred)
+        indexed = None
+        if a.wait_indexed:
+            indexed = await memory.vectors_written([s.memory for s in stored])
         return schemas.AddBatchResult(
             memory_ids=[s.memory.id for s in stored],
             deduplicated=[s.memory.id for s in stored if s.deduplicated],
+            indexed=indexed,
         )
 
     async def get(a: p.MemoryIdParams) -> schemas.MemoryOut:

@@ -121,6 +121,11 @@ class AddParams(AddItemParams):
 
 class AddBatchParams(Params):
     items: Annotated[list[AddItemParams], Field(min_length=1)]
+    wait_indexed: bool = Field(
+        False,
+        description="answer once the items' vectors are written too (at most 30 s), so the "
+        "first search after the reply finds them by meaning as well as by their words",
+    )
 
 
 class MemoryIdParams(ScopeParams):

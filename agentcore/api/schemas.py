@@ -98,6 +98,11 @@ class AddBatchResult(BaseModel):
     deduplicated: list[str] = Field(
         default_factory=list, description="those of memory_ids that were already stored"
     )
+    indexed: bool | None = Field(
+        None,
+        description="with wait_indexed: whether every vector was written before the reply "
+        "(false when the wait ran out; the vectors still follow)",
+    )
 
 
 class DeleteResult(BaseModel):

@@ -44,9 +44,13 @@ class Methods(ABC, Generic[R]):
             given = {"messages": [dict(message) for message in content]}
         return self._call("memory.add", {**given, **params})
 
-    def add_batch(self, items: Sequence[Mapping[str, Any]]) -> R:
-        """Store several memories (each item the params of ``add``), all or none."""
-        return self._call("memory.add_batch", {"items": [dict(item) for item in items]})
+    def add_batch(self, items: Sequence[Mapping[str, Any]], *, wait_indexed: bool = False) -> R:
+        """Store several memories (each item the params of ``add``), all or none;
+        ``wait_indexed``: answer once their vectors are written too."""
+        params: Json = {"items": [dict(item) for item in items]}
+        if wait_indexed:
+            params["wait_indexed"] = True
+        return self._call("memory.add_batch", params)
 
     def get(self, memory_id: str, **params: Any) -> R:
         return self._call("memory.get", {"memory_id": memory_id, **params})

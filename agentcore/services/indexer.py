@@ -94,7 +94,8 @@ class VectorIndexer:
 
     async def settle(self, scope_keys: Collection[str], seconds: float = EXACT_WAIT) -> bool:
         """Wait until the vectors of these scopes owed now are written (at most ``seconds``):
-        for exact checks (a near-duplicate fact), never for a caller's search."""
+        for exact checks (a near-duplicate fact) and a bulk import that asks to
+        (``wait_indexed``), never for a caller's search."""
         target = max((self._last_of_scope.get(key, 0) for key in scope_keys), default=0)
         return await self._wait_for(target, seconds)
 

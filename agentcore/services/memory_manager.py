@@ -53,6 +53,8 @@ from agentcore.services.vector_sync import DELETE, UPSERT, VectorSync
 
 log = logging.getLogger(__name__)
 
+WAIT_INDEXED_SECONDS = 30.0  # ``vectors_written``: what a caller may wait, at most
+
 
 @dataclass(frozen=True, slots=True)
 class Stored:
@@ -485,6 +487,14 @@ class MemoryManager:
     def indexing_backlog(self) -> int:
         """Memories stored by this process whose vectors are still queued."""
         return self._indexer.pending
+
+    async def vectors_written(
+        self, memories: Sequence[Memory], seconds: float = WAIT_INDEXED_SECONDS
+    ) -> bool:
+        """Wait until the vectors these memories' scopes owe now are written (at most
+        ``seconds``): a bulk import's caller that wants its first search to find everything
+        by meaning too. True if they were."""
+        return await self._indexer.settle({m.scope_key for m in memories}, seconds)
 
     async def indexed(self, seconds: float = 30) -> bool:
         """Wait until every vector queued so far is written (or handed to the replay)."""

@@ -32,6 +32,25 @@ def test_a_search_right_after_a_batch_finds_its_last_item(backends: TestClient) 
         time.sleep(0.05)
 
 
+def test_a_batch_that_waits_for_its_vectors_is_found_by_meaning_at_once(
+    backends: TestClient,
+) -> None:
+    """More owed than a search embeds itself (100 > EMBED_NOW): without the wait the last
+    item would be found by its words only until the indexer reached it."""
+    scope = {"user_id": "e2e-wait-indexed"}
+    notes = [{"content": f"Note {i} about pruning the apple trees and roses"} for i in range(99)]
+    items = [{**item, **scope} for item in [*notes, {"content": BOARD}]]
+    reply = result(backends, "memory.add_batch", items=items, wait_indexed=True)
+    assert reply["indexed"] is True
+    assert result(backends, "memory.health")["indexing_backlog"] == 0
+    by_meaning = result(
+        backends, "memory.search", query="when do the company directors get together", **scope
+    )
+    assert by_meaning["results"][0]["memory"]["id"] == reply["memory_ids"][-1]
+    plain = result(backends, "memory.add_batch", items=[{"content": "One more note", **scope}])
+    assert plain["indexed"] is None  # no wait asked: nothing said about the vectors
+
+
 def test_a_search_under_a_backlog_of_thousands_does_not_wait_for_it(
     backends: TestClient,
 ) -> None:
