@@ -194,6 +194,7 @@ def build_methods(c: Container, discover: Callable[[], dict[str, Any]]) -> dict[
                 as_of=a.as_of,
                 since=a.since,
                 until=a.until,
+                explain=a.explain,
             )
         )
         return schemas.SearchResult(
@@ -202,6 +203,7 @@ def build_methods(c: Container, discover: Callable[[], dict[str, Any]]) -> dict[
             searched_layers=[layer.value for layer in outcome.searched_layers],
             searched_scopes=outcome.searched_scopes,
             weights=outcome.weights,
+            ranker=outcome.ranker,
         )
 
     async def clear(a: p.ClearParams) -> schemas.ClearResult:

@@ -194,6 +194,11 @@ class SearchParams(ScopeParams):
     )
     since: Timestamp | None = Field(None, description="only memories created at or after this")
     until: Timestamp | None = Field(None, description="only memories created before this")
+    explain: bool = Field(
+        False,
+        description="each result also says what its relevance (the similarity factor) was "
+        "made of: relevance_signals, in the ranker's units (docs/retrieval.md, Ranking)",
+    )
 
 
 class ClearParams(ScopeParams):

@@ -132,6 +132,8 @@ class SearchHit(BaseModel):
     superseded_by: str | None
     # Ranked first as the current value of the slot the query asked about ("user|home").
     current_for: str | None
+    # With explain: what the relevance was made of, by signal (docs/retrieval.md, Ranking).
+    relevance_signals: dict[str, float] | None = None
 
     @classmethod
     def of(cls, s: ScoredMemory) -> SearchHit:
@@ -145,6 +147,9 @@ class SearchHit(BaseModel):
             contradicts=list(s.contradicts),
             superseded_by=s.superseded_by,
             current_for=s.current_for,
+            relevance_signals=None
+            if s.signals is None
+            else {k: round(v, 6) for k, v in s.signals.items()},
         )
 
 
@@ -154,6 +159,8 @@ class SearchResult(BaseModel):
     searched_layers: list[str]
     searched_scopes: list[str]
     weights: dict[str, float]  # the score's weights for this query (settings or override)
+    # What ranked the candidates into the similarity factor: "learned:<model>" or "fusion".
+    ranker: str = ""
 
 
 class HistoryEvent(BaseModel):

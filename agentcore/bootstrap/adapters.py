@@ -1,10 +1,11 @@
-"""Which adapter each setting selects: the embedder, the vector store, the job queue, the
-working-memory store, the compressor and the extractors (each imported only when chosen).
-Every builder that opens a client appends its closer to ``closers``."""
+"""Which adapter each setting selects: the embedder, the vector store, the search's ranking,
+the job queue, the working-memory store, the compressor and the extractors (each imported
+only when chosen). Every builder that opens a client appends its closer to ``closers``."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import os
 
@@ -20,8 +21,11 @@ from agentcore.services.errors import PatternExtractor
 from agentcore.services.health import Probe
 from agentcore.services.jobs import JobHandler, JobQueue
 from agentcore.services.ports import Embedder, VectorFilter, VectorStore
+from agentcore.services.relevance import Relevance
 from agentcore.services.semantic import FactExtractor
 from agentcore.services.working_memory import WorkingMemoryStore
+
+log = logging.getLogger(__name__)
 
 
 def build_embedder(settings: Settings) -> Embedder:
@@ -43,6 +47,27 @@ def build_embedder(settings: Settings) -> Embedder:
     from agentcore.adapters.embedders.local_e5 import LocalE5Embedder
 
     return LocalE5Embedder(threads=threads)
+
+
+def build_relevance(settings: Settings, embedder: Embedder) -> Relevance | None:
+    """The learned ranking model when chosen, shipped and fitted with this embedder; None (the
+    hand-set fusion) otherwise."""
+    if settings.search_ranker == "fusion":
+        return None
+    from agentcore.adapters.rankers.learned import packaged_model
+
+    model = packaged_model()
+    if model is None:
+        log.warning("no ranking model in the package: search ranks by the fusion")
+        return None
+    if model.embedder != embedder.model_name:
+        log.warning(
+            "the ranking model was fitted with %s, not %s: search ranks by the fusion",
+            model.embedder,
+            embedder.model_name,
+        )
+        return None
+    return model
 
 
 def build_vector_store(settings: Settings) -> VectorStore:

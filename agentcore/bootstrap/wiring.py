@@ -19,6 +19,7 @@ from agentcore.bootstrap.adapters import (
     build_fact_extractor,
     build_job_queue,
     build_pattern_extractor,
+    build_relevance,
     build_working_store,
     multiprocess_registry,
     probe_vectors,
@@ -32,6 +33,7 @@ from agentcore.domain.clock import Clock, utcnow
 from agentcore.domain.pricing import PriceTable
 from agentcore.domain.scoring import Weights
 from agentcore.services.access import AccessRecorder
+from agentcore.services.candidates import Fusion
 from agentcore.services.compass.metrics import CompressionMetricsRecorder
 from agentcore.services.compass.orchestration import COMPRESS_STAGE, CompassService, CompassSettings
 from agentcore.services.compass.stages import StageManager
@@ -188,6 +190,8 @@ def _memory_core(settings: Settings, stores: Stores, clock: Clock) -> _Core:
         access=access,
         error_signals=error_signals,
         lexical=stores.lexical,
+        fusion=Fusion(pool=settings.search_candidates),
+        relevance=build_relevance(settings, embedder),
     )
     stages = StageManager(
         uow_factory,

@@ -37,7 +37,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from agentcore.domain.models import Memory
 from agentcore.services.fresh import Claimed, FreshVectors, embed_owed
@@ -83,6 +83,14 @@ class LexicalIndex(Protocol):
         their scope or expiry), with their coverage of ``query`` and, if the index computes
         it, their BM25."""
         ...
+
+
+class Ranked(NamedTuple):
+    """A candidate as ``CandidateGenerator.generate`` ranks it."""
+
+    memory: Memory
+    relevance: float  # in [0, 1]
+    signals: Mapping[str, float] | None = None  # what it was made of, when asked to explain
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,10 +217,12 @@ class CandidateGenerator:
         *,
         dense_only: bool = False,
         owners: Sequence[str] = (),
-    ) -> list[tuple[Memory, float]]:
+        explain: bool = False,
+    ) -> list[Ranked]:
         """Up to ``limit`` live memories visible under ``flt``, most relevant first, each with
-        its relevance in [0, 1] (at least ``threshold`` when one is given). ``dense_only``
-        makes the relevance the clipped cosine alone (e.g. to find paraphrases).
+        its relevance in [0, 1] (at least ``threshold`` when one is given) and, with
+        ``explain``, what the ranker made it of. ``dense_only`` makes the relevance the
+        clipped cosine alone (e.g. to find paraphrases).
 
         ``owners``: the identifiers of the searched scopes ("alice" of ``user_id``). Every
         memory of a scope is about its owner whether it names them or not ("I'm vegetarian",
@@ -223,12 +233,19 @@ class CandidateGenerator:
             query, flt, limit, now, dense_only=dense_only, owners=owners
         )
         relevance = ranker.score(found, scored)
+        signals: list[Mapping[str, float] | None] = [None] * len(scored)
+        if explain:
+            signals = list(ranker.explain(found, scored))
         ranked = sorted(
-            zip(scored, relevance, strict=True), key=lambda item: (-item[1], item[0].memory.id)
+            (
+                Ranked(c.memory, value, why)
+                for c, value, why in zip(scored, relevance, signals, strict=True)
+            ),
+            key=lambda r: (-r.relevance, r.memory.id),
         )
         if threshold is not None:
-            ranked = [(c, value) for c, value in ranked if value >= threshold]
-        return [(c.memory, value) for c, value in ranked[:limit]]
+            ranked = [r for r in ranked if r.relevance >= threshold]
+        return ranked[:limit]
 
     async def candidates(
         self,
@@ -297,6 +314,8 @@ class CandidateGenerator:
         )
         dense_rank = {hit.id: n for n, hit in enumerate(dense, 1)}
         lexical_rank = {hit.id: n for n, hit in enumerate(lexical, 1)}
+        # the part of a fused value the cosine gives (``fuse``: the weight of the sides it has)
+        weight = self._fusion.dense_weight if cosine and scores else (1.0 if cosine else 0.0)
         return asked, [
             Candidate(
                 memory=live[memory_id],
@@ -307,6 +326,7 @@ class CandidateGenerator:
                 dense_rank=dense_rank.get(memory_id),
                 lexical_rank=lexical_rank.get(memory_id),
                 fused=value,
+                fused_dense=weight * _unit(cosine.get(memory_id, floor)),
             )
             for memory_id, value in fused.items()
         ]

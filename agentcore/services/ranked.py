@@ -22,6 +22,7 @@ class ScoredMemory:
     contradicts: tuple[str, ...] = ()  # ids of other results this one contradicts
     superseded_by: str | None = None  # the contradicting result preferred over this one
     current_for: str | None = None  # ranked first as the current value of this slot
+    signals: Mapping[str, float] | None = None  # what its relevance was made of, if asked
 
 
 def answers_first(

@@ -34,6 +34,7 @@ FEATURES = (
     "dense",  # the cosine rescaled from the model's background (0) to 1, clipped
     "dense_lift",  # the same, not clipped (below the background it is negative)
     "dense_rank",  # log2(1 + rank) in the vector store's list (absent: one past its end)
+    "dense_relative",  # the cosine over the best candidate's
     "lexical",  # BM25 for the whole query / the best candidate's
     "lexical_per_term",  # BM25 / the query's distinct words
     "lexical_rank",  # log2(1 + rank) in the lexical list (absent: one past its end)
@@ -41,13 +42,26 @@ FEATURES = (
     "fused",  # the hand-set fusion (``fuse``), without its session blend
     "session_strength",  # the mean fused value of its session's best 3, / the best session's
     "session_support",  # the fused values of the other candidates of its session, summed
+    "session_dense",  # the mean cosine of its session's best 3 candidates
     "newest",  # its creation among the candidates: 1 the newest, 0 the oldest
     "speaker_named",  # the query names who said it (``metadata.speaker``)
+    "other_speaker_named",  # the query names another speaker of the candidates, not this one
     "names_shared",  # the share of the query's names its text holds
     "question",  # it asks something itself
+    "time_said",  # it says when (a date, a month, a weekday, "yesterday", "last week", ...)
+    "number_said",  # it holds a number
     "words",  # log(1 + its words)
     "query_words",  # log(1 + the query's distinct words)
     "candidates",  # log(1 + the candidates of this query)
+    # what the query asks, by its first word (one of them is 1, or none)
+    "asks_when",
+    "asks_who",
+    "asks_where",
+    "asks_what",  # what, which
+    "asks_how",
+    "asks_why",
+    "asks_yes_no",  # is, are, does, did, has, can, ...
+    "asks_likely",  # would, likely, might, could: an inference rather than a fact
 )
 
 
@@ -63,6 +77,7 @@ class Candidate:
     dense_rank: int | None  # 1-based in the vector store's list, None when absent
     lexical_rank: int | None  # likewise in the lexical index's list
     fused: float  # ``candidates.fuse``, in [0, 1]
+    fused_dense: float = 0.0  # the part of ``fused`` its cosine gave (the rest is BM25's)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +96,11 @@ class Relevance(Protocol):
     def name(self) -> str: ...
 
     def score(self, query: Query, candidates: Sequence[Candidate]) -> list[float]: ...
+
+    def explain(self, query: Query, candidates: Sequence[Candidate]) -> list[dict[str, float]]:
+        """What each candidate's relevance was made of, by signal (the ranker's own units,
+        docs/retrieval.md: Ranking)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +125,22 @@ class FusedRelevance:
             for c, s in zip(candidates, strength, strict=True)
         ]
 
+    def explain(self, query: Query, candidates: Sequence[Candidate]) -> list[dict[str, float]]:
+        """The three parts that sum to each relevance: the cosine's, BM25's and the session's."""
+        weight = self.episode_weight if self.episode_weight > 0 else 0.0
+        strength = (
+            session_strength(candidates, self.episode_top) if weight else [0.0] * len(candidates)
+        )
+        scale = 1.0 + weight
+        return [
+            {
+                "dense": c.fused_dense / scale,
+                "lexical": (c.fused - c.fused_dense) / scale,
+                "session": weight * s / scale,
+            }
+            for c, s in zip(candidates, strength, strict=True)
+        ]
+
 
 def episode_of(memory: Memory) -> Hashable:
     """The episode a memory belongs to: its session within its scope and layer."""
@@ -117,16 +153,9 @@ def session_strength(candidates: Sequence[Candidate], top: int = 3) -> list[floa
     """Each candidate's session strength: the mean fused value of the session's best ``top``
     candidates, relative to the best session's (a candidate without a session is one of its
     own)."""
-    members: dict[Hashable, list[float]] = {}
-    for c in candidates:
-        members.setdefault(episode_of(c.memory), []).append(c.fused)
-    strength = {
-        key: sum(sorted(v, reverse=True)[:top]) / min(len(v), top) for key, v in members.items()
-    }
-    best = max(strength.values(), default=0.0)
-    if best <= 0:
-        return [0.0] * len(candidates)
-    return [strength[episode_of(c.memory)] / best for c in candidates]
+    means = _session_means(candidates, [c.fused for c in candidates], top)
+    best = max(means, default=0.0)
+    return [m / best if best > 0 else 0.0 for m in means]
 
 
 def features(query: Query, candidates: Sequence[Candidate]) -> Matrix:
@@ -150,28 +179,89 @@ def features(query: Query, candidates: Sequence[Candidate]) -> Matrix:
         newest[i] = position / (n - 1) if n > 1 else 1.0
     names = query_names(query.text)
     lowered = query.text.lower()
+    asked = _asked(lowered)
+    best_cosine = max((c.cosine for c in candidates), default=0.0)
+    dense_strength = _session_means(candidates, [c.cosine for c in candidates])
+    speakers = [speaker_of(c.memory.metadata) for c in candidates]
+    named = {s.lower() for s in speakers if s is not None and _named(s.lower(), lowered)}
     for i, c in enumerate(candidates):
         memory = c.memory
-        speaker = speaker_of(memory.metadata)
+        said_by = speakers[i]
+        speaker = None if said_by is None else said_by.lower()
         row = out[i]
         row[0] = c.cosine
         row[1] = c.lift
         row[2] = absent if c.dense_rank is None else math.log2(1 + c.dense_rank)
-        row[3] = c.bm25 / best_bm25 if best_bm25 > 0 else 0.0
-        row[4] = c.bm25 / max(query.words, 1)
-        row[5] = absent if c.lexical_rank is None else math.log2(1 + c.lexical_rank)
-        row[6] = c.coverage
-        row[7] = c.fused
-        row[8] = strength[i]
-        row[9] = sessions[episode_of(memory)] - c.fused
-        row[10] = newest[i]
-        row[11] = 1.0 if speaker is not None and _named(speaker.lower(), lowered) else 0.0
-        row[12] = _names_shared(names, memory.content)
-        row[13] = 1.0 if "?" in memory.content else 0.0
-        row[14] = math.log1p(len(memory.content.split()))
-        row[15] = math.log1p(query.words)
-        row[16] = math.log1p(n)
+        row[3] = c.cosine / best_cosine if best_cosine > 0 else 0.0
+        row[4] = c.bm25 / best_bm25 if best_bm25 > 0 else 0.0
+        row[5] = c.bm25 / max(query.words, 1)
+        row[6] = absent if c.lexical_rank is None else math.log2(1 + c.lexical_rank)
+        row[7] = c.coverage
+        row[8] = c.fused
+        row[9] = strength[i]
+        row[10] = sessions[episode_of(memory)] - c.fused
+        row[11] = dense_strength[i]
+        row[12] = newest[i]
+        row[13] = 1.0 if speaker is not None and speaker in named else 0.0
+        row[14] = 1.0 if named - {speaker} else 0.0
+        row[15] = _names_shared(names, memory.content)
+        row[16] = 1.0 if "?" in memory.content else 0.0
+        row[17] = 1.0 if _TIME.search(memory.content) else 0.0
+        row[18] = 1.0 if _DIGIT.search(memory.content) else 0.0
+        row[19] = math.log1p(len(memory.content.split()))
+        row[20] = math.log1p(query.words)
+        row[21] = math.log1p(n)
+        row[22:] = asked
     return out
+
+
+def _session_means(
+    candidates: Sequence[Candidate], values: Sequence[float], top: int = 3
+) -> list[float]:
+    """Each candidate's session's mean of its best ``top`` ``values`` (a candidate without a
+    session is one of its own)."""
+    members: dict[Hashable, list[float]] = {}
+    for c, value in zip(candidates, values, strict=True):
+        members.setdefault(episode_of(c.memory), []).append(value)
+    means = {k: sum(sorted(v, reverse=True)[:top]) / min(len(v), top) for k, v in members.items()}
+    return [means[episode_of(c.memory)] for c in candidates]
+
+
+_ASKED = ("when", "who", "where", "what", "how", "why", "yes_no", "likely")
+_FIRST_WORD = {
+    "when": "when",
+    "who": "who",
+    "whom": "who",
+    "whose": "who",
+    "where": "where",
+    "what": "what",
+    "which": "what",
+    "how": "how",
+    "why": "why",
+    **dict.fromkeys(
+        word_set("is are was were do does did has have had can will shall should"), "yes_no"
+    ),
+}
+_LIKELY = re.compile(r"\b(?:would|likely|might|could|probably)\b")
+_TIME = re.compile(
+    r"\b(?:yesterday|today|tonight|tomorrow|ago|recently|lately|since|"
+    r"(?:last|next|this) (?:week|weekend|month|year|night|summer|winter|spring|fall|autumn|"
+    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday)|"
+    r"january|february|march|april|may|june|july|august|september|october|november|december|"
+    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|(?:19|20)\d\d)\b",
+    re.IGNORECASE,
+)
+_DIGIT = re.compile(r"\d")
+
+
+def _asked(lowered_query: str) -> list[float]:
+    """``asks_*``: the kind of question by its first word, and whether it asks for an
+    inference."""
+    words = re.findall(r"[a-z']+", lowered_query)
+    kind = _FIRST_WORD.get(words[0]) if words else None
+    return [1.0 if kind == name else 0.0 for name in _ASKED[:-1]] + [
+        1.0 if _LIKELY.search(lowered_query) else 0.0
+    ]
 
 
 _NAME = re.compile(r"\b[A-Z][\w'-]*[a-z][\w'-]*\b")

@@ -45,10 +45,11 @@ from agentcore.domain.updates.questions import asks_now, timeless
 from agentcore.domain.updates.ranking import newer_first
 from agentcore.domain.updates.subjects import asked_people, states_for
 from agentcore.services.access import AccessRecorder
-from agentcore.services.candidates import CandidateGenerator, Fusion, LexicalIndex
+from agentcore.services.candidates import CandidateGenerator, Fusion, LexicalIndex, Ranked
 from agentcore.services.fresh import FreshVectors
 from agentcore.services.ports import Embedder, UnitOfWorkFactory, VectorFilter, VectorStore
 from agentcore.services.ranked import ScoredMemory, answers_first, current_of, in_place_of
+from agentcore.services.relevance import Candidate, Query, Relevance
 
 # Candidates ranked beyond ``limit``, so the other factors of the score can lift a memory that
 # is slightly less relevant (candidates come from ``agentcore.services.candidates``).
@@ -72,6 +73,7 @@ class SearchQuery:
     order_by: str = "score"  # or "precedence": most specific scope first, then score
     dense_only: bool = False  # relevance = cosine alone (near-duplicate checks)
     as_of: datetime | None = None  # memory as it was then (knowledge updates)
+    explain: bool = False  # each result also says what its relevance was made of
     since: datetime | None = None  # created at or after
     until: datetime | None = None  # created before
     # also every scope that holds memories of the scope's session (its agents', users' and
@@ -95,6 +97,7 @@ class SearchOutcome:
     searched_layers: list[Layer]
     searched_scopes: list[str]
     weights: dict[str, float] = field(default_factory=dict)  # the weights the score used
+    ranker: str = ""  # what ranked the candidates (``services.relevance``)
 
 
 ErrorCorrection = Callable[[Sequence[Memory]], Mapping[str, float]]
@@ -136,11 +139,12 @@ class EnhancedRetrieval:
         error_signals: ErrorCorrectionSource | None = None,
         lexical: LexicalIndex | None = None,
         fusion: Fusion | None = None,
+        relevance: Relevance | None = None,
     ) -> None:
         # what the indexer owes the vector store, compared with queries until it is written
         self.fresh = FreshVectors()
         self._candidates = CandidateGenerator(
-            uow_factory, vectors, embedder, lexical, fusion, fresh=self.fresh
+            uow_factory, vectors, embedder, lexical, fusion, fresh=self.fresh, relevance=relevance
         )
         self._uow_factory = uow_factory
         self._vectors = vectors
@@ -159,9 +163,46 @@ class EnhancedRetrieval:
                 f"query has {len(q.query)} characters; the limit is {self._max_query_length}"
             )
         weights, current_stage = self._scoring(q)  # invalid params fail before any work
+        now = self._clock()
+        keys, layers, flt = await self._filter(q, now)
+        candidates, correction, answers = await asyncio.gather(
+            self._candidates.generate(
+                q.query if q.dense_only else timeless(q.query),
+                flt,
+                q.limit + _SLACK,
+                q.threshold,
+                now,
+                dense_only=q.dense_only,
+                owners=_owners(q.scope, keys),
+                explain=q.explain,
+            ),
+            self._error_correction(q),
+            self._current_answers(q, keys, layers),
+        )
+        ctx = ScoreContext(now, weights, self._half_life, current_stage)
+        return SearchOutcome(
+            results=await self._rank(q, candidates, ctx, correction, answers, flt.where),
+            searched_layers=layers,
+            searched_scopes=[key.split(":", 1)[0] for key in keys],
+            weights=weights.as_dict(),
+            ranker=self._candidates.relevance.name,
+        )
+
+    async def candidates(self, q: SearchQuery) -> tuple[Query, list[Candidate]]:
+        """The candidates ``search`` would rank for ``q``, each with the signals its relevance
+        is computed from (what a ranking model is trained on: ``benchmarks/ranker``)."""
+        now = self._clock()
+        keys, _, flt = await self._filter(q, now)
+        return await self._candidates.candidates(
+            timeless(q.query), flt, q.limit + _SLACK, now, owners=_owners(q.scope, keys)
+        )
+
+    async def _filter(
+        self, q: SearchQuery, now: datetime
+    ) -> tuple[list[str], list[Layer], VectorFilter]:
+        """The scope keys and layers ``q`` searches, and the filter of its candidates."""
         keys = visible_scope_keys(q.scope, q.scopes)
         layers = list(STORED_LAYERS) if q.layers is None else [parse_layer(v) for v in q.layers]
-        now = self._clock()
         where = q.row_filter()
         if q.session_wide:
             keys, where = await self._session_wide(q.scope, keys, where)
@@ -173,26 +214,7 @@ class EnhancedRetrieval:
             where=where,
             alive_at=now.timestamp(),
         )
-        candidates, correction, answers = await asyncio.gather(
-            self._candidates.generate(
-                q.query if q.dense_only else timeless(q.query),
-                flt,
-                q.limit + _SLACK,
-                q.threshold,
-                now,
-                dense_only=q.dense_only,
-                owners=_owners(q.scope, keys),
-            ),
-            self._error_correction(q),
-            self._current_answers(q, keys, layers),
-        )
-        ctx = ScoreContext(now, weights, self._half_life, current_stage)
-        return SearchOutcome(
-            results=await self._rank(q, candidates, ctx, correction, answers, where),
-            searched_layers=layers,
-            searched_scopes=[key.split(":", 1)[0] for key in keys],
-            weights=weights.as_dict(),
-        )
+        return keys, layers, flt
 
     async def _session_wide(
         self, scope: ScopeIds, keys: list[str], where: Filter | None
@@ -227,7 +249,7 @@ class EnhancedRetrieval:
     async def _rank(
         self,
         q: SearchQuery,
-        candidates: list[tuple[Memory, float]],
+        candidates: list[Ranked],
         ctx: ScoreContext,
         correction: ErrorCorrection | None,
         answers: Sequence[Memory] = (),
@@ -236,19 +258,25 @@ class EnhancedRetrieval:
         """The top ``q.limit`` candidates (memory, relevance in [0, 1]) by score, each current
         value (satisfying ``where``) before the memories it superseded, contradictions
         flagged, in the requested order; their accesses are noted."""
-        memories = [memory for memory, _ in candidates]
+        memories = [r.memory for r in candidates]
         if ctx.current_stage is not None:
             ctx = replace(ctx, stage_types=await self._stage_types_of(memories))
         if correction is not None and memories:
             ctx = replace(ctx, error_correction=correction(memories))
         scored = []
         asked = asked_people(q.query)
-        for memory, relevance in candidates:
+        for memory, relevance, signals in candidates:
             if asked is not None and not states_for(memory.content, asked):
                 relevance *= _SOMEONE_ELSES
             values = factors(memory, relevance, ctx)
             scored.append(
-                ScoredMemory(memory, combine(values, ctx.weights), values["similarity"], values)
+                ScoredMemory(
+                    memory,
+                    combine(values, ctx.weights),
+                    values["similarity"],
+                    values,
+                    signals=signals,
+                )
             )
         scored.sort(key=lambda s: s.score, reverse=True)
         top = scored[: q.limit]

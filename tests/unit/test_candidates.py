@@ -199,11 +199,11 @@ async def test_lexical_candidates_join_the_dense_ones(services: Services) -> Non
     )
     now = services.clock()
     found = await generator.generate("zanzibar", _filter("user:alice"), 2, None, now)
-    assert found[0][0].id == stored[-1].id
+    assert found[0].memory.id == stored[-1].id
     assert lexical.calls == 1
-    assert all(0.0 <= relevance <= 1.0 for _, relevance in found)
+    assert all(0.0 <= r.relevance <= 1.0 for r in found)
     high = await generator.generate("zanzibar", _filter("user:alice"), 10, 0.5, now)
-    assert [m.id for m, _ in high] == [stored[-1].id]
+    assert [r.memory.id for r in high] == [stored[-1].id]
 
 
 async def test_a_lexical_only_candidate_is_scored_by_its_own_cosine(services: Services) -> None:
@@ -232,7 +232,7 @@ async def test_a_lexical_only_candidate_is_scored_by_its_own_cosine(services: Se
 
     found = await generator.generate(query, _filter("user:alice"), 5, None, services.clock())
 
-    relevance = {memory.id: value for memory, value in found}
+    relevance = {r.memory.id: r.relevance for r in found}
     # its own cosine, and the best BM25 times its coverage (2 of the 3 query words)
     assert relevance[zanzibar.id] == pytest.approx(0.4 * min(max(own, 0.0), 1.0) + 0.6 * 2 / 3)
 
@@ -253,7 +253,7 @@ async def test_only_live_memories_of_the_filter_scopes_are_candidates(services: 
     found = await generator.generate(
         "blue kettle", _filter("user:alice", alive_at=later.timestamp()), 10, None, later
     )
-    assert [m.id for m, _ in found] == [kept.id]
+    assert [r.memory.id for r in found] == [kept.id]
     assert expiring.id in services.vectors.points  # still a dense hit, but expired
 
 
@@ -261,7 +261,7 @@ async def test_without_a_lexical_index_relevance_is_the_clipped_cosine(services:
     alice = ScopeIds(user_id="alice")
     (memory,) = await services.memory.add_batch([NewMemory("red bicycle in the shed", alice)])
     generator = await _generator(services, None)
-    ((found, relevance),) = await generator.generate(
+    ((found, relevance, _),) = await generator.generate(
         "red bicycle in the shed", _filter("user:alice"), 5, None, services.clock()
     )
     assert found.id == memory.id
