@@ -24,6 +24,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from agentcore.domain.fact_text import terms
 from agentcore.domain.models import Memory
 from agentcore.domain.records import speaker_of
 from agentcore.domain.updates.vocabulary import word_set
@@ -39,6 +40,7 @@ FEATURES = (
     "lexical_per_term",  # BM25 / the query's distinct words
     "lexical_rank",  # log2(1 + rank) in the lexical list (absent: one past its end)
     "coverage",  # the idf-weighted share of the query's words the document holds
+    "own_words",  # the share of the query's content words its own text holds (not its context)
     "fused",  # the hand-set fusion (``fuse``), without its session blend
     "session_strength",  # the mean fused value of its session's best 3, / the best session's
     "session_support",  # the fused values of the other candidates of its session, summed
@@ -161,12 +163,11 @@ def session_strength(candidates: Sequence[Candidate], top: int = 3) -> list[floa
 def features(query: Query, candidates: Sequence[Candidate]) -> Matrix:
     """One row per candidate, one column per name of ``FEATURES``."""
     n = len(candidates)
-    out = np.zeros((n, len(FEATURES)), dtype=np.float64)
     if n == 0:
-        return out
+        return np.zeros((0, len(FEATURES)), dtype=np.float64)
     absent = math.log2(2 + query.pool)
-    best_bm25 = max((c.bm25 for c in candidates), default=0.0)
-    strength = session_strength(candidates)
+    best_bm25 = max(c.bm25 for c in candidates)
+    best_cosine = max(c.cosine for c in candidates)
     sessions: dict[Hashable, float] = {}
     for c in candidates:
         key = episode_of(c.memory)
@@ -179,40 +180,45 @@ def features(query: Query, candidates: Sequence[Candidate]) -> Matrix:
         newest[i] = position / (n - 1) if n > 1 else 1.0
     names = query_names(query.text)
     lowered = query.text.lower()
-    asked = _asked(lowered)
-    best_cosine = max((c.cosine for c in candidates), default=0.0)
-    dense_strength = _session_means(candidates, [c.cosine for c in candidates])
+    wanted = terms(query.text).words
     speakers = [speaker_of(c.memory.metadata) for c in candidates]
     named = {s.lower() for s in speakers if s is not None and _named(s.lower(), lowered)}
-    for i, c in enumerate(candidates):
-        memory = c.memory
-        said_by = speakers[i]
-        speaker = None if said_by is None else said_by.lower()
-        row = out[i]
-        row[0] = c.cosine
-        row[1] = c.lift
-        row[2] = absent if c.dense_rank is None else math.log2(1 + c.dense_rank)
-        row[3] = c.cosine / best_cosine if best_cosine > 0 else 0.0
-        row[4] = c.bm25 / best_bm25 if best_bm25 > 0 else 0.0
-        row[5] = c.bm25 / max(query.words, 1)
-        row[6] = absent if c.lexical_rank is None else math.log2(1 + c.lexical_rank)
-        row[7] = c.coverage
-        row[8] = c.fused
-        row[9] = strength[i]
-        row[10] = sessions[episode_of(memory)] - c.fused
-        row[11] = dense_strength[i]
-        row[12] = newest[i]
-        row[13] = 1.0 if speaker is not None and speaker in named else 0.0
-        row[14] = 1.0 if named - {speaker} else 0.0
-        row[15] = _names_shared(names, memory.content)
-        row[16] = 1.0 if "?" in memory.content else 0.0
-        row[17] = 1.0 if _TIME.search(memory.content) else 0.0
-        row[18] = 1.0 if _DIGIT.search(memory.content) else 0.0
-        row[19] = math.log1p(len(memory.content.split()))
-        row[20] = math.log1p(query.words)
-        row[21] = math.log1p(n)
-        row[22:] = asked
-    return out
+    said_by = [None if s is None else s.lower() for s in speakers]
+    texts = [c.memory.content for c in candidates]
+    columns: dict[str, Sequence[float]] = {
+        "dense": [c.cosine for c in candidates],
+        "dense_lift": [c.lift for c in candidates],
+        "dense_rank": [
+            absent if c.dense_rank is None else math.log2(1 + c.dense_rank) for c in candidates
+        ],
+        "dense_relative": [c.cosine / best_cosine if best_cosine > 0 else 0.0 for c in candidates],
+        "lexical": [c.bm25 / best_bm25 if best_bm25 > 0 else 0.0 for c in candidates],
+        "lexical_per_term": [c.bm25 / max(query.words, 1) for c in candidates],
+        "lexical_rank": [
+            absent if c.lexical_rank is None else math.log2(1 + c.lexical_rank) for c in candidates
+        ],
+        "coverage": [c.coverage for c in candidates],
+        "own_words": [
+            len(wanted & terms(text).words) / len(wanted) if wanted else 0.0 for text in texts
+        ],
+        "fused": [c.fused for c in candidates],
+        "session_strength": session_strength(candidates),
+        "session_support": [sessions[episode_of(c.memory)] - c.fused for c in candidates],
+        "session_dense": _session_means(candidates, [c.cosine for c in candidates]),
+        "newest": newest,
+        "speaker_named": [1.0 if s is not None and s in named else 0.0 for s in said_by],
+        "other_speaker_named": [1.0 if named - {s} else 0.0 for s in said_by],
+        "names_shared": [_names_shared(names, text) for text in texts],
+        "question": [1.0 if "?" in text else 0.0 for text in texts],
+        "time_said": [1.0 if _TIME.search(text) else 0.0 for text in texts],
+        "number_said": [1.0 if _DIGIT.search(text) else 0.0 for text in texts],
+        "words": [math.log1p(len(text.split())) for text in texts],
+        "query_words": [math.log1p(query.words)] * n,
+        "candidates": [math.log1p(n)] * n,
+    }
+    for name, asked in zip(_ASKED, _asked(lowered), strict=True):
+        columns[f"asks_{name}"] = [asked] * n
+    return np.array([columns[name] for name in FEATURES], dtype=np.float64).T
 
 
 def _session_means(

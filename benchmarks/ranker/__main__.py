@@ -11,7 +11,19 @@ import numpy as np
 from agentcore.services.relevance import FEATURES
 
 from .dataset import Features, extract
-from .fit import MODEL, Params, calibration, combined, export, recall, subset, train, write
+from .fit import (
+    MODEL,
+    Params,
+    calibration,
+    combined,
+    export,
+    recall,
+    reference,
+    spread,
+    subset,
+    train,
+    write,
+)
 
 
 def main() -> None:
@@ -22,6 +34,9 @@ def main() -> None:
     feats.add_argument("--out", type=Path, required=True)
     feats.add_argument("--limit", type=int, default=None, help="the first N conversations")
     feats.add_argument("--pool", type=int, default=30, help="SEARCH_CANDIDATES")
+    feats.add_argument(
+        "--small", type=float, default=0.0, help="share of questions also asked of a small scope"
+    )
     fit = commands.add_parser("fit", help="fit on some feature files, measure on others")
     fit.add_argument("--train", type=Path, nargs="+", required=True)
     fit.add_argument("--test", type=Path, nargs="*", default=[])
@@ -39,7 +54,7 @@ def main() -> None:
     args = parser.parse_args()
 
     if args.command == "features":
-        extract(args.conversations, args.pool, args.limit).save(args.out)
+        extract(args.conversations, args.pool, args.limit, args.small).save(args.out)
         return
     if args.command == "fit":
         params = Params(leaves=args.leaves, rounds=args.rounds, monotone=not args.no_monotone)
@@ -55,8 +70,11 @@ def main() -> None:
             }
         print(json.dumps(report, indent=2))
         if args.write:
-            scale = calibration(model.predict(data.x[:, use]), data.label)
+            raw = model.predict(data.x[:, use])
+            scale = calibration(raw, data.label)
             note = {
+                "spread": spread(data, raw, scale),
+                "reference": reference(data, raw),
                 "version": args.trained_on.split()[0] if args.trained_on else "unnamed",
                 "trained_on": args.trained_on,
                 "embedder": data.embedder,

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
+import random
 import re
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -86,14 +88,38 @@ def evidence_ids(items: list[Any], known: set[str]) -> list[str]:
     return found
 
 
-async def _extract(conversations: list[dict[str, Any]], pool: int) -> Features:
-    rows: list[npt.NDArray[np.float64]] = []
-    labels: list[int] = []
-    group: list[int] = []
-    category: list[int] = []
-    owner: list[int] = []
-    evidence: list[int] = []
-    embedder = ""
+@dataclass
+class _Rows:
+    rows: list[npt.NDArray[np.float64]]
+    labels: list[int]
+    group: list[int]
+    category: list[int]
+    owner: list[int]
+    evidence: list[int]
+
+    async def ask(
+        self, container: Any, scope: ScopeIds, qa: dict[str, Any], wanted: list[str], owner: int
+    ) -> None:
+        """The candidates of one question, through the service's own candidate generation."""
+        query = SearchQuery(str(qa["question"]), scope, limit=LIMIT)
+        asked, candidates = await container.retrieval.candidates(query)
+        if not candidates:
+            return
+        self.rows.append(features(asked, candidates))
+        self.labels += [int(c.memory.metadata.get("dia_id") in wanted) for c in candidates]
+        self.group.append(len(candidates))
+        self.category.append(int(qa["category"]))
+        self.owner.append(owner)
+        self.evidence.append(len(wanted))
+
+
+async def _extract(conversations: list[dict[str, Any]], pool: int, small: float) -> Features:
+    """Each conversation in a scope of its own, every question asked of it; and, for a share
+    ``small`` of the questions, a scope of their own holding their evidence and a few to
+    sixty other turns of the conversation: questions asked of a handful of memories, as an
+    agent's memory of a user often is, not only of a conversation of hundreds."""
+    out = _Rows([], [], [], [], [], [])
+    draw = random.Random(1)
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(agentcore_data_dir=Path(tmp), search_candidates=pool)
         await asyncio.to_thread(upgrade, settings.sqlalchemy_url)
@@ -101,52 +127,70 @@ async def _extract(conversations: list[dict[str, Any]], pool: int) -> Features:
         embedder = container.embedder.model_name
         try:
             for index, conversation in enumerate(conversations):
-                scope = ScopeIds(user_id=f"conv-{index}")
-                known = await _store(container, conversation, f"conv-{index}")
+                turns = _turns(conversation)
+                known = {str(item.metadata["dia_id"]) for item in turns}
+                await _store(container, _in_scope(turns, f"conv-{index}"))
                 await container.memory.indexed(600)
-                for qa in conversation["qa"]:
-                    wanted = evidence_ids(qa.get("evidence", []), known)
-                    if qa.get("category") not in CATEGORIES or not wanted:
+                asked = [
+                    (qa, wanted)
+                    for qa in conversation["qa"]
+                    if qa.get("category") in CATEGORIES
+                    and (wanted := evidence_ids(qa.get("evidence", []), known))
+                ]
+                for qa, wanted in asked:
+                    await out.ask(container, ScopeIds(user_id=f"conv-{index}"), qa, wanted, index)
+                for n, (qa, wanted) in enumerate(asked):
+                    if draw.random() >= small:
                         continue
-                    query = SearchQuery(str(qa["question"]), scope, limit=LIMIT)
-                    asked, candidates = await container.retrieval.candidates(query)
-                    if not candidates:
-                        continue
-                    rows.append(features(asked, candidates))
-                    labels += [int(c.memory.metadata.get("dia_id") in wanted) for c in candidates]
-                    group.append(len(candidates))
-                    category.append(int(qa["category"]))
-                    owner.append(index)
-                    evidence.append(len(wanted))
+                    others = [t for t in turns if t.metadata["dia_id"] not in wanted]
+                    size = min(
+                        len(others), round(math.exp(draw.uniform(math.log(2), math.log(60))))
+                    )
+                    chosen = [t for t in turns if t.metadata["dia_id"] in wanted]
+                    chosen += draw.sample(others, size)
+                    chosen.sort(key=lambda t: turns.index(t))
+                    user = f"conv-{index}-q{n}"
+                    await _store(container, _in_scope(chosen, user))
+                    await container.memory.indexed(600)
+                    await out.ask(container, ScopeIds(user_id=user), qa, wanted, index)
         finally:
             await container.aclose()
     return Features(
-        np.vstack(rows).astype(np.float32),
-        np.array(labels, dtype=np.int8),
-        np.array(group, dtype=np.int32),
-        np.array(category, dtype=np.int8),
-        np.array(owner, dtype=np.int16),
-        np.array(evidence, dtype=np.int16),
+        np.vstack(out.rows).astype(np.float32),
+        np.array(out.labels, dtype=np.int8),
+        np.array(out.group, dtype=np.int32),
+        np.array(out.category, dtype=np.int8),
+        np.array(out.owner, dtype=np.int16),
+        np.array(out.evidence, dtype=np.int16),
         embedder,
     )
 
 
-async def _store(container: Any, conversation: dict[str, Any], user_id: str) -> set[str]:
-    items = [
+def _turns(conversation: dict[str, Any]) -> list[NewMemory]:
+    """Its turns as memories (without a scope yet), in order."""
+    return [
         NewMemory(
             turn_content(turn),
-            ScopeIds(user_id=user_id, session_id=name),
+            ScopeIds(session_id=name),
             layer="episodic",
             metadata={"speaker": turn["speaker"], "session_date": date, "dia_id": turn["dia_id"]},
         )
         for name, date, turns in sessions(conversation)
         for turn in turns
     ]
+
+
+def _in_scope(turns: list[NewMemory], user_id: str) -> list[NewMemory]:
+    return [
+        replace(t, scope=ScopeIds(user_id=user_id, session_id=t.scope.session_id)) for t in turns
+    ]
+
+
+async def _store(container: Any, items: list[NewMemory]) -> None:
     for start in range(0, len(items), BATCH):
         await container.memory.add_batch(items[start : start + BATCH])
-    return {str(item.metadata["dia_id"]) for item in items}
 
 
-def extract(path: Path, pool: int, limit: int | None = None) -> Features:
+def extract(path: Path, pool: int, limit: int | None = None, small: float = 0.0) -> Features:
     conversations = json.loads(path.read_text(encoding="utf-8"))[:limit]
-    return asyncio.run(_extract(conversations, pool))
+    return asyncio.run(_extract(conversations, pool, small))

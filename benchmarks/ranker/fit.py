@@ -147,6 +147,39 @@ def calibration(
     return float(a), float(b)
 
 
+def spread(data: Features, raw: npt.NDArray[np.float64], scale: tuple[float, float]) -> float:
+    """The log-odds distance the service maps to the fusion's drop: the median distance from
+    a question's first to its 10th candidate by the model, over the median share of its
+    first fused value the fusion's 10th candidate falls below it."""
+    odds = raw * scale[0] + scale[1]
+    fused = data.x[:, FEATURES.index("fused")]
+    below, drop = [], []
+    start = 0
+    for size in data.group:
+        if size >= 10:
+            by_model = np.sort(odds[start : start + size])[::-1]
+            by_fusion = np.sort(fused[start : start + size])[::-1]
+            below.append(by_model[0] - by_model[9])
+            if by_fusion[0] > 0:
+                drop.append(1.0 - by_fusion[9] / by_fusion[0])
+        start += size
+    return round(float(np.median(below) / np.median(drop)), 4)
+
+
+def reference(data: Features, raw: npt.NDArray[np.float64]) -> float:
+    """The median fused value of the model's first candidate, over the questions where it is
+    evidence: what the fusion gives a right answer the model ranks first."""
+    fused = data.x[:, FEATURES.index("fused")]
+    first = []
+    start = 0
+    for size in data.group:
+        top = start + int(np.argmax(raw[start : start + size]))
+        if data.label[top]:
+            first.append(fused[top])
+        start += size
+    return round(float(np.median(first)), 4)
+
+
 def export(
     model: Any, columns: Sequence[str], scale: tuple[float, float], note: dict[str, Any]
 ) -> dict[str, Any]:

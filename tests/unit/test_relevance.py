@@ -82,6 +82,8 @@ def _model(**extra: object) -> dict[str, object]:
         "embedder": "model",
         "features": ["speaker_named", "dense"],
         "calibration": [1.0, 0.0],
+        "spread": 8.0,
+        "reference": 0.5,
         "depth": 1,
         "feature": [[0]],
         "threshold": [[0.5]],
@@ -90,20 +92,31 @@ def _model(**extra: object) -> dict[str, object]:
     }
 
 
-def test_the_learned_relevance_ranks_by_its_trees_as_a_probability() -> None:
+def test_the_learned_relevance_orders_and_the_fusion_says_how_well_the_query_is_matched() -> None:
     ranker = LearnedRelevance(_model())
     query = Query("What does Caroline like?", 3, 30)
-    named, other = ranker.score(
-        query,
-        [
-            _candidate("Caroline: I like tea", speaker="Caroline"),
-            _candidate("Mel: I like tea", speaker="Mel"),
-        ],
-    )
-    assert named == pytest.approx(1 / (1 + 2.718281828459045**-2))
-    assert other == pytest.approx(1 - named)
+    candidates = [
+        _candidate("Caroline: I like tea", speaker="Caroline", fused=0.4),
+        _candidate("Mel: I like tea", speaker="Mel", fused=0.7),
+    ]
+    named, other = ranker.score(query, candidates)
+    # the model prefers the turn of the person asked about; the best fused value (0.7) is
+    # above the reference (0.5): level 1; the other is 4 log-odds below, of a spread of 8
+    assert named == pytest.approx(1.0)
+    assert other == pytest.approx(1 - 4 / 8)
+    far = LearnedRelevance(_model(leaves=[[-20.0, 0.0]]))
+    assert far.score(query, candidates) == pytest.approx([1.0, 0.0])  # beyond the spread
+    # a query the fusion matches poorly (best fused 0.2 of a reference 0.5) stays low
+    weak = [
+        _candidate(c.memory.content, speaker=c.memory.metadata["speaker"], fused=0.2)
+        for c in candidates
+    ]
+    assert ranker.score(query, weak) == pytest.approx([0.4, 0.4 * (1 - 4 / 8)])
     assert ranker.score(query, []) == []
     assert ranker.name == "learned:test"
+    (why_named, why_other) = ranker.explain(query, candidates)
+    assert why_named == {"base": 0.0, "speaker_named": 2.0}
+    assert why_other == {"base": 0.0, "speaker_named": -2.0}
 
 
 def test_a_model_of_unknown_features_or_broken_arrays_is_a_configuration_error() -> None:
