@@ -41,7 +41,7 @@ from agentcore.domain.scoring import (
     parse_current_stage,
 )
 from agentcore.domain.updates import asked_slot
-from agentcore.domain.updates.questions import asks_now, timeless
+from agentcore.domain.updates.questions import asks_present, timeless
 from agentcore.domain.updates.ranking import newer_first
 from agentcore.domain.updates.subjects import asked_people, states_for
 from agentcore.services.access import AccessRecorder
@@ -284,8 +284,8 @@ class EnhancedRetrieval:
             top.sort(key=lambda s: (s.memory.scope_level.precedence, -s.score))
         top = await self._current_first(top, ctx, q.as_of or ctx.now, where)
         top = answers_first(top, answers, ctx, q.as_of or ctx.now)
-        if q.as_of is None and not q.dense_only and asks_now(q.query):
-            # a newer statement that may replace an older one answers a question about now
+        if q.as_of is None and not q.dense_only and asks_present(q.query):
+            # a newer statement of what an older one said answers a question of how things are
             top = newer_first(top, lambda s: s.memory, lambda s: s.similarity)
         top = _flag_contradictions(top)[: q.limit]
         if self._access is not None:

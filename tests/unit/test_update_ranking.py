@@ -1,5 +1,5 @@
-"""The soft preference for questions about now (``agentcore.domain.updates.ranking``): a newer
-statement that may replace an older one by its words ranks right above it, recording nothing."""
+"""The soft preference for the newest statement (``agentcore.domain.updates.ranking``): a
+newer statement of what an older one said ranks right above it, recording nothing."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from agentcore.domain.models import Memory, ScopeIds
 from agentcore.domain.records import NewMemory, build_memory
-from agentcore.domain.updates.ranking import follows, newer_first
+from agentcore.domain.updates.ranking import may_follow, newer_first
 
 START = datetime(2026, 3, 1, tzinfo=UTC)
 ALICE = ScopeIds(user_id="alice")
@@ -37,7 +37,7 @@ NEW = "These days I cycle to the office, it's quicker."
 
 def test_a_newer_statement_that_may_replace_an_older_one_ranks_above_it() -> None:
     old, new = memories(OLD, NEW)
-    assert follows(old, new)
+    assert may_follow(old, new)
     assert ranked([(old, 0.8), (new, 0.4)]) == [NEW, OLD]
 
 
@@ -48,7 +48,7 @@ def test_statements_that_hold_together_keep_their_order() -> None:
         "I'm thinking of cycling to the office.",  # nothing current
     ):
         old, new = memories(OLD, second)
-        assert not follows(old, new), second
+        assert not may_follow(old, new), second
         assert ranked([(old, 0.8), (new, 0.7)]) == [OLD, second]
 
 
@@ -66,8 +66,8 @@ def test_a_chain_of_newer_statements_ranks_newest_first() -> None:
 def test_only_statements_of_one_scope_and_speaker_in_time_order() -> None:
     (old,) = memories(OLD)
     (other_scope,) = memories(NEW, scope=ScopeIds(user_id="bob"))
-    assert not follows(old, other_scope)
+    assert not may_follow(old, other_scope)
     ana, ben = memories(OLD, NEW), memories(OLD, NEW, metadata={"speaker": "Ben"})
-    assert not follows(ana[0], ben[1])
+    assert not may_follow(ana[0], ben[1])
     old, new = memories(OLD, NEW)
-    assert not follows(new, old)  # the older one never passes the newer
+    assert not may_follow(new, old)  # the older one never passes the newer

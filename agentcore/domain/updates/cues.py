@@ -94,6 +94,13 @@ _NOT_NOW = re.compile(
     r"|\bfor (?:a|two|three|a few|a couple of) (?:days?|nights?|weeks?)\b",
     re.IGNORECASE,
 )
+# A wish, a plan or a maybe: what it says is not how things stand ("I'm thinking of cycling").
+_WISH = re.compile(
+    r"\b(?:want|wants|wanted|hope|hopes|hoping|wish|wishes|plan to|plans to|planning to|"
+    r"planning on|thinking about|thinking of|considering|maybe|perhaps|would like|'d like|"
+    r"someday|one day|if|unless)\b|\b(?-i:may|might)\b",
+    re.IGNORECASE,
+)
 # Words that say in themselves that something was replaced: whatever it was, it no longer
 # holds ("no longer", "instead", "from now on", "I switched to a Kia", "moved over to Linz").
 _REPLACED = re.compile(
@@ -157,6 +164,25 @@ def states_now(text: str) -> bool:
     next week", "I was an intern here back in 2018")."""
     sentences = [s for s in _SENTENCES.split(plain(text)) if s.strip() and "?" not in s]
     return bool(sentences) and not any(_NOT_NOW.search(s) for s in sentences)
+
+
+def wishes(text: str) -> bool:
+    """Whether a statement says a wish, a plan or a maybe rather than how things stand
+    ("I'm thinking of cycling to work", "We might move to Leeds")."""
+    return _WISH.search(plain(text)) is not None
+
+
+def asks_or_reacts(text: str, max_words: int = MAX_WORDS) -> bool:
+    """Whether a text is no statement of its own: a question, a reaction to someone else, a
+    request, or longer than ``max_words`` (several things told at once)."""
+    head = opening(text)
+    return (
+        len(head.split()) > max_words
+        or "?" in head
+        or _REACTION.match(said(text)) is not None
+        or _REACTION.match(head) is not None
+        or _REQUEST.match(head) is not None
+    )
 
 
 def adds_to(text: str) -> bool:

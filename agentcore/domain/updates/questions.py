@@ -277,6 +277,13 @@ def asks_now(question: str) -> bool:
     )
 
 
+def asks_present(question: str) -> bool:
+    """Whether a query is a question about how things are ("Where does Ana live?", "Current
+    phone?"), not about how they were ("Where did Jo live in 2019?", "When did Ana move?",
+    "What was her first car?") and not a phrase to match ("deploy the billing service")."""
+    return bool(_QUESTION.search(question)) and _Q_PAST.search(question) is None
+
+
 def timeless(question: str) -> str:
     """A question about now without its words of time, to match statements by what it asks
     ("Who does Jonas work for these days?" -> "Who does Jonas work for?"); anything else

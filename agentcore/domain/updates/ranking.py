@@ -1,30 +1,37 @@
-"""A soft preference for questions about now (``newer_first``): among the results of a search,
-a newer statement that may give an older one's attribute a new value is ranked right above it.
+"""A soft preference for the newest statement (``newer_first``): for a question about how
+things are, among the results of a search, a newer statement about the same subject is
+ranked right above an older one it may have replaced.
 
-The supersession reader records a replacement only when a signal besides meaning confirms it
-(``replacement.confirmation``). Many updates have none ("Nina's got a Volvo these days" after
-"Nina drives a Golf"), and many pairs without one are two facts that both hold ("I speak
-English at work" after "I speak German at home"). For a question about now, a result is moved
-above an older one when both answer the question (the newer has at least ``share`` of the
-older's relevance) and the readers would let the newer replace the older by its words (same
-subject and speaker, a current fact, nothing added, no veto: ``replacement.replaces``). It
-moves one place at most per older result, so a fact that still holds drops a rank, never out
-of the results; nothing is recorded.
+The supersession readers record a replacement only when its words confirm it
+(``replacement.confirmation``), so most updates said in passing stay unrecorded ("Nina's got
+a Volvo these days" after "Nina drives a Golf", "Loving the new e-bike" after "I drive to
+work"); and a pair that is no update reads much the same ("I speak English at work" after "I
+speak German at home"). Ranking is lighter than recording: nothing is marked, and the older
+statement drops one place, never out of the results. So for a question about how things
+stand, a result is moved right above the highest-ranked older result it ``may_follow`` (same
+scope and speaker, the same subject, a statement of its own that adds nothing and is no wish
+or plan) when it answers the question too (at least ``share`` of the older one's relevance).
+A question about the past ("Where did Jo live in 2019?", "When did ...?") or a phrase that is
+no question ranks as it is (``questions.asks_present``).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from agentcore.domain.fact_text import terms
 from agentcore.domain.models import Memory
 from agentcore.domain.records import FACT_LAYERS, speaker_of
 from agentcore.domain.updates import cues
-from agentcore.domain.updates.replacement import Reading, reading_of, vetoes
+from agentcore.domain.updates.subjects import same_subject, subject_of
+from agentcore.domain.updates.vocabulary import opening
 
 T = TypeVar("T")
 
 SHARE = 0.25  # the newer's relevance, as a share of the older's, for both to answer it
+MAX_WORDS = 40  # a statement told in passing may run longer than one the readers record
 
 
 def newer_first(
@@ -34,8 +41,9 @@ def newer_first(
     *,
     share: float = SHARE,
 ) -> list[T]:
-    """``results`` (best first) with each newer statement that ``follows`` an older one
-    ranked right above the highest-ranked older one it follows."""
+    """``results`` (best first) with each newer statement that ``may_follow`` an older one
+    ranked right above the highest-ranked older one it follows (each older one is passed so
+    once)."""
     out = list(results)
     passed: set[int] = set()  # the older results a newer one was moved above (once each)
     for item in list(out):
@@ -45,17 +53,18 @@ def newer_first(
             older = out[i]
             if id(older) in passed or relevance(item) < share * relevance(older):
                 continue
-            if follows(memory(older), new):
+            if may_follow(memory(older), new):
                 passed.add(id(older))
                 out.insert(i, out.pop(at))
                 break
     return out
 
 
-def follows(old: Memory, new: Memory) -> bool:
-    """Whether ``new`` may give ``old``'s attribute a new value by its words: both current
-    facts of a fact layer in one scope, said by the same speaker, ``new`` created later, and
-    no veto of the readers (``replacement``)."""
+def may_follow(old: Memory, new: Memory) -> bool:
+    """Whether ``new`` may be the newer statement of what ``old`` said: both of a fact layer
+    in one scope, said by the same speaker, ``new`` created later, each a statement of its
+    own (no question, reaction, request or long story), about the same subject, and ``new``
+    adds nothing ("also", "a second"), says no wish or plan and does not only restate."""
     if (
         old.layer not in FACT_LAYERS
         or new.layer not in FACT_LAYERS
@@ -64,10 +73,18 @@ def follows(old: Memory, new: Memory) -> bool:
         or speaker_of(old.metadata) != speaker_of(new.metadata)
     ):
         return False
-    if not (cues.reads_as_fact(new.content) and cues.reads_as_fact(old.content)):
-        return False  # what ``vetoes`` checks first, without reading the rest of either
-    return vetoes(_reading(old), _reading(new)) is None
+    if cues.asks_or_reacts(old.content, MAX_WORDS) or cues.asks_or_reacts(new.content, MAX_WORDS):
+        return False
+    if cues.adds_to(new.content) or cues.wishes(new.content):
+        return False
+    if terms(new.content).words <= terms(old.content).words:
+        return False  # a restatement says nothing newer
+    before = subject_of(old.content)
+    if _THIRD_PERSON.match(opening(new.content)):
+        return bool(before.holder)  # "She's at Google now" goes on about someone, not "I"
+    return same_subject(before, subject_of(new.content))
 
 
-def _reading(memory: Memory) -> Reading:
-    return reading_of(memory.content, memory.fact_slot, memory.fact_value)
+# A statement that opens on someone already named ("She's at Google now", "His new car ...").
+_THIRD_PERSON = re.compile(r"(?:she|he|they)(?:'s|'re|'d|'ll|'ve)?\b|(?:her|his|their)\b", re.I)
+

@@ -39,6 +39,10 @@ ROLES = word_set(
     "hairdresser vet nanny babysitter"
 )
 _FIRST = word_set("i i'm i've i'd i'll we we're we've we'd we'll me us my our myself ourselves")
+# An agent's note on the user of the scope ("User's manager is Sam", "The user moved to
+# Munich") states the user's own fact, as "My manager is Sam" would.
+_THE_USERS = re.compile(r"\b(?:the\s+)?user's\b", re.IGNORECASE)
+_THE_USER = re.compile(r"\b(?:the\s+)?user\b", re.IGNORECASE)
 # Capitalized words that open a sentence without naming anyone.
 _NOT_OPENERS = NOT_NAMES | word_set(
     "after all also and any anyone anything as at because been before being both but by can "
@@ -113,8 +117,9 @@ class Subject:
 @lru_cache(maxsize=8_192)  # a search reads the same candidates again and again
 def subject_of(text: str) -> Subject:
     """Whose fact ``text`` states (see the module docstring). A conversation turn's speaker
-    prefix ("Caroline: ...") is skipped: "I" is whoever speaks."""
-    head = opening(text)
+    prefix ("Caroline: ...") is skipped: "I" is whoever speaks; "the user" of an agent's note
+    is the speaker too."""
+    head = _THE_USER.sub("I", _THE_USERS.sub("my", opening(text)))
     lowered = [w.lower() for w in _WORDS.findall(head)]
     people = _people(head)
     first_person = any(w in _FIRST for w in lowered)
