@@ -91,6 +91,7 @@ class Ranked(NamedTuple):
     memory: Memory
     relevance: float  # in [0, 1]
     signals: Mapping[str, float] | None = None  # what it was made of, when asked to explain
+    cosine: float = 0.0  # calibrated, clipped: how close its meaning is to the query's
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,7 +239,7 @@ class CandidateGenerator:
             signals = list(ranker.explain(found, scored))
         ranked = sorted(
             (
-                Ranked(c.memory, value, why)
+                Ranked(c.memory, value, why, c.cosine)
                 for c, value, why in zip(scored, relevance, signals, strict=True)
             ),
             key=lambda r: (-r.relevance, r.memory.id),

@@ -23,6 +23,7 @@ class ScoredMemory:
     superseded_by: str | None = None  # the contradicting result preferred over this one
     current_for: str | None = None  # ranked first as the current value of this slot
     signals: Mapping[str, float] | None = None  # what its relevance was made of, if asked
+    cosine: float = 0.0  # calibrated: how close its meaning is to the query's
 
 
 def answers_first(
@@ -45,12 +46,15 @@ def answers_first(
     ranked = {s.memory.id: s for s in top}
     best = max((s.score for s in top), default=0.0)
     relevance = max((s.factors.get("similarity", 0.0) for s in top), default=0.0)
+    cosine = max((s.cosine for s in top), default=0.0)
     first = []
     for memory in live:
         found = ranked.get(memory.id)
         if found is None:
             values = factors(memory, relevance, ctx)
-            found = ScoredMemory(memory, combine(values, ctx.weights), values["similarity"], values)
+            found = ScoredMemory(
+                memory, combine(values, ctx.weights), values["similarity"], values, cosine=cosine
+            )
         first.append(replace(found, score=max(found.score, best), current_for=memory.fact_slot))
     placed = {s.memory.id for s in first}
     return first + [s for s in top if s.memory.id not in placed]
@@ -63,7 +67,9 @@ def in_place_of(
     old value when it was not a candidate itself), at least the old value's score."""
     if ranked is None:
         values = factors(current, old.factors["similarity"], ctx)
-        ranked = ScoredMemory(current, combine(values, ctx.weights), values["similarity"], values)
+        ranked = ScoredMemory(
+            current, combine(values, ctx.weights), values["similarity"], values, cosine=old.cosine
+        )
     return replace(ranked, score=max(ranked.score, old.score))
 
 

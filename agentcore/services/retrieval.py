@@ -265,7 +265,7 @@ class EnhancedRetrieval:
             ctx = replace(ctx, error_correction=correction(memories))
         scored = []
         asked = asked_people(q.query)
-        for memory, relevance, signals in candidates:
+        for memory, relevance, signals, cosine in candidates:
             if asked is not None and not states_for(memory.content, asked):
                 relevance *= _SOMEONE_ELSES
             values = factors(memory, relevance, ctx)
@@ -276,6 +276,7 @@ class EnhancedRetrieval:
                     values["similarity"],
                     values,
                     signals=signals,
+                    cosine=cosine,
                 )
             )
         scored.sort(key=lambda s: s.score, reverse=True)
@@ -286,7 +287,7 @@ class EnhancedRetrieval:
         top = answers_first(top, answers, ctx, q.as_of or ctx.now)
         if q.as_of is None and not q.dense_only and asks_present(q.query):
             # a newer statement of what an older one said answers a question of how things are
-            top = newer_first(top, lambda s: s.memory, lambda s: s.similarity)
+            top = newer_first(top, lambda s: s.memory, lambda s: s.cosine)
         top = _flag_contradictions(top)[: q.limit]
         if self._access is not None:
             self._access.note([s.memory.id for s in top], ctx.now)

@@ -22,13 +22,31 @@ BESIDE = (
     "Please remind me about the dentist on Friday.",
     "My sister works as a nurse in Leeds.",
 )
+# Recorded: the rules read the slot, or the old value is said to have ended.
 UPDATES = [
-    ("I commute to work by bike.", "These days I take the tram to work, my knee hates cycling."),
-    ("Our staging cluster runs Kubernetes 1.27.", "We upgraded the staging cluster to 1.30."),
+    ("I live in Lyon.", "I moved to Grenoble."),
     ("I drive a Honda Civic.", "Finally sold the Civic and bought a Tesla Model 3."),
     ("My dog's name is Biscuit.", "Biscuit passed away in the spring, we have a cat now."),
-    ("Marta leads the data team.", "Marta handed the data team over to Kofi, he leads it now."),
     ("I use Spotify for music.", "I cancelled Spotify, it's Apple Music for me now."),
+]
+# Said in passing or in words of change alone: not recorded, but the newer ranks first for a
+# question about how things are.
+IN_PASSING = [
+    (
+        "I commute to work by bike.",
+        "These days I take the tram to work, my knee hates cycling.",
+        "How does the user get to work?",
+    ),
+    (
+        "Our staging cluster runs Kubernetes 1.27.",
+        "We upgraded the staging cluster to 1.30.",
+        "Which Kubernetes version does staging run?",
+    ),
+    (
+        "Marta leads the data team.",
+        "Marta handed the data team over to Kofi, he leads it now.",
+        "Who leads the data team?",
+    ),
 ]
 NOT_UPDATES = [
     ("I live in Lyon.", "My cousin lives in Nice."),  # someone else's
@@ -59,7 +77,7 @@ async def _pair(stack: Container, scope: ScopeIds, old: str, new: str) -> tuple[
     return first.id, second.id
 
 
-async def test_updates_said_in_passing_supersede_the_old_fact(stack: Container) -> None:
+async def test_updates_the_words_confirm_supersede_the_old_fact(stack: Container) -> None:
     for n, (old, new) in enumerate(UPDATES):
         scope = ScopeIds(user_id=f"update-{n}")
         first, second = await _pair(stack, scope, old, new)
@@ -78,9 +96,19 @@ async def test_facts_that_hold_together_stay_current(stack: Container) -> None:
         assert kept.valid_to is None
 
 
+async def test_updates_in_passing_are_not_recorded_but_answer_first(stack: Container) -> None:
+    for n, (old, new, question) in enumerate(IN_PASSING):
+        scope = ScopeIds(user_id=f"in-passing-{n}")
+        first, second = await _pair(stack, scope, old, new)
+        (kept,) = await stack.memory.read([first], scope)
+        assert kept.superseded_by is None, (old, new)
+        found = await stack.memory.search(SearchQuery(question, scope))
+        assert found.results[0].memory.id == second, (question, found.results[0].memory.content)
+
+
 async def test_the_new_value_answers_a_question_about_now(stack: Container) -> None:
     scope = ScopeIds(user_id="now")
-    old, new = UPDATES[0]
+    old, new, _ = IN_PASSING[0]
     first, second = await _pair(stack, scope, old, new)
     await stack.memory.add(NewMemory("My brother cycles to his office every day.", scope))
     found = await stack.memory.search(SearchQuery("How does the user get to work now?", scope))

@@ -261,7 +261,7 @@ async def test_without_a_lexical_index_relevance_is_the_clipped_cosine(services:
     alice = ScopeIds(user_id="alice")
     (memory,) = await services.memory.add_batch([NewMemory("red bicycle in the shed", alice)])
     generator = await _generator(services, None)
-    ((found, relevance, _),) = await generator.generate(
+    ((found, relevance, _, _),) = await generator.generate(
         "red bicycle in the shed", _filter("user:alice"), 5, None, services.clock()
     )
     assert found.id == memory.id

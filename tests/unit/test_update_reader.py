@@ -25,7 +25,7 @@ from tests.fakes import FakeEmbedder, FakeStore, FakeVectorStore
 from tests.unit.conftest import FakeClock
 
 ALICE = ScopeIds(user_id="alice")
-OLD, NEW = "I write code in Sublime Text.", "I write code in Zed these days."
+OLD, NEW = "I write code in Sublime Text.", "I dropped Sublime Text, I write code in Zed these days."
 
 
 class CountingEmbedder(FakeEmbedder):

@@ -101,24 +101,6 @@ _WISH = re.compile(
     r"someday|one day|if|unless)\b|\b(?-i:may|might)\b",
     re.IGNORECASE,
 )
-# Words that say in themselves that something was replaced: whatever it was, it no longer
-# holds ("no longer", "instead", "from now on", "I switched to a Kia", "moved over to Linz").
-_REPLACED = re.compile(
-    r"\b(?:no longer|not any ?more|anymore|no more|instead|from now on|going forward|as of|"
-    r"replac(?:ed|es|ing)|swapp(?:ed|ing)|traded|overtaken|(?:has|have|'s|'ve) taken over|"
-    r"took over|(?:move|moved|moving|relocated|relocating|switched|switching|changed|changing|"
-    r"transferred|transferring|migrated|migrating|upgraded|ported|converted|"
-    r"promoted)(?:\s+(?:back|over|fully|all the way|everything|it all|all of it))?\s+"
-    r"(?:to|into|from)\b)",
-    re.IGNORECASE,
-)
-# Words that say something is new or holds now, which could as well be said of a second fact
-# ("now", "new", "these days", "since", "started"): they confirm an update only about the old
-# statement's matter (``replacement``).
-_NEW = re.compile(
-    r"\b(?:now|new|newly|currently|these days|nowadays|lately|since|again|any longer)\b",
-    re.IGNORECASE,
-)
 _SECOND_PERSON = re.compile(
     r"\b(?:you|your|you're|you've|you'd|you'll|yours|ya|u)\b", re.IGNORECASE
 )
@@ -218,21 +200,6 @@ def ends(text: str, names: frozenset[str]) -> bool:
         if re.search(after, head) or re.search(before, head):
             return True
     return False
-
-
-def says_replaced(text: str) -> bool:
-    """Whether a statement says in so many words that something was replaced: "no longer",
-    "instead", "from now on", "as of", "replaced", "I switched to a Kia", "moved over to
-    Linz" (a change verb with nothing moved: "I moved the sofa to the attic" does not)."""
-    return _REPLACED.search(said(text)) is not None
-
-
-def says_new(text: str) -> bool:
-    """Whether a statement says that something is new, holds now or changed, in words that
-    could as well be said of a second fact ("now", "new", "these days", "since", "started",
-    "joined")."""
-    head = said(text)  # with its opening words ("These days, ...")
-    return _NEW.search(head) is not None or _CHANGE.search(head) is not None
 
 
 _ENDING = re.compile(rf"\b{_ENDED}\b", re.IGNORECASE)

@@ -9,8 +9,11 @@ work"); and a pair that is no update reads much the same ("I speak English at wo
 speak German at home"). Ranking is lighter than recording: nothing is marked, and the older
 statement drops one place, never out of the results. So for a question about how things
 stand, a result is moved right above the highest-ranked older result it ``may_follow`` (same
-scope and speaker, the same subject, a statement of its own that adds nothing and is no wish
-or plan) when it answers the question too (at least ``share`` of the older one's relevance).
+scope and speaker, about the same holder, a statement of its own that adds nothing and is no
+wish or plan) when it answers the question too: its meaning is at least ``share`` as close to
+the question as the older one's (the calibrated cosines: how a statement answers a question
+in other words is what meaning measures, and an update said in passing shares few words with
+the question: "Loving the new e-bike" for "How does the user get to work?").
 A question about the past ("Where did Jo live in 2019?", "When did ...?") or a phrase that is
 no question ranks as it is (``questions.asks_present``).
 """
@@ -21,29 +24,29 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from agentcore.domain.fact_text import terms
+from agentcore.domain.fact_text import stem, terms
 from agentcore.domain.models import Memory
 from agentcore.domain.records import FACT_LAYERS, speaker_of
 from agentcore.domain.updates import cues
-from agentcore.domain.updates.subjects import same_subject, subject_of
+from agentcore.domain.updates.subjects import subject_of
 from agentcore.domain.updates.vocabulary import opening
 
 T = TypeVar("T")
 
-SHARE = 0.25  # the newer's relevance, as a share of the older's, for both to answer it
+SHARE = 0.25  # the newer's similarity to the question, as a share of the older's
 MAX_WORDS = 40  # a statement told in passing may run longer than one the readers record
 
 
 def newer_first(
     results: Sequence[T],
     memory: Callable[[T], Memory],
-    relevance: Callable[[T], float],
+    closeness: Callable[[T], float],
     *,
     share: float = SHARE,
 ) -> list[T]:
     """``results`` (best first) with each newer statement that ``may_follow`` an older one
     ranked right above the highest-ranked older one it follows (each older one is passed so
-    once)."""
+    once); ``closeness``: a result's calibrated cosine to the question."""
     out = list(results)
     passed: set[int] = set()  # the older results a newer one was moved above (once each)
     for item in list(out):
@@ -51,7 +54,7 @@ def newer_first(
         at = out.index(item)
         for i in range(at):
             older = out[i]
-            if id(older) in passed or relevance(item) < share * relevance(older):
+            if id(older) in passed or closeness(item) < share * closeness(older):
                 continue
             if may_follow(memory(older), new):
                 passed.add(id(older))
@@ -61,12 +64,15 @@ def newer_first(
 
 
 def may_follow(old: Memory, new: Memory) -> bool:
-    """Whether ``new`` may be the newer statement of what ``old`` said: both of a fact layer
-    in one scope, said by the same speaker, ``new`` created later, each a statement of its
-    own (no question, reaction, request or long story), about the same subject, and ``new``
-    adds nothing ("also", "a second"), says no wish or plan and does not only restate."""
+    """Whether ``new`` may be the newer statement of what ``old`` said: both unkeyed memories
+    of a fact layer in one scope, said by the same speaker, ``new`` created later, each a
+    statement of its own (no question, reaction, request or long story), about the same
+    holder, and ``new`` adds nothing ("also", "a second"), says no wish or plan and does not
+    only restate."""
     if (
-        old.layer not in FACT_LAYERS
+        old.key is not None  # a keyed memory is updated by its key; another key is another thing
+        or new.key is not None
+        or old.layer not in FACT_LAYERS
         or new.layer not in FACT_LAYERS
         or old.scope_key != new.scope_key
         or old.created_at >= new.created_at
@@ -79,12 +85,32 @@ def may_follow(old: Memory, new: Memory) -> bool:
         return False
     if terms(new.content).words <= terms(old.content).words:
         return False  # a restatement says nothing newer
-    before = subject_of(old.content)
-    if _THIRD_PERSON.match(opening(new.content)):
-        return bool(before.holder)  # "She's at Google now" goes on about someone, not "I"
-    return same_subject(before, subject_of(new.content))
+    return _about_the_same(old.content, new.content)
 
 
 # A statement that opens on someone already named ("She's at Google now", "His new car ...").
 _THIRD_PERSON = re.compile(r"(?:she|he|they)(?:'s|'re|'d|'ll|'ve)?\b|(?:her|his|their)\b", re.I)
 
+
+def _about_the_same(old_text: str, new_text: str) -> bool:
+    """Whether the newer statement is about the same holder as the older: both the speaker's
+    (or a thing's), the same person, a person named again ("Sofia keeps sending me photos
+    from Montreal" after "My daughter Sofia lives in Lyon"), or a pronoun for the person the
+    older one is about ("She's at Google now"). Another person's fact is not ("My brother
+    lives in York" after "I live in Leeds"). Lighter than the readers' ``same_subject``: a
+    statement that mentions someone else besides ("Christmas is at my sister's this year")
+    may still be the speaker's."""
+    old = subject_of(old_text)
+    if _THIRD_PERSON.match(opening(new_text)):
+        return bool(old.holder)
+    new = subject_of(new_text)
+    if old.holder == new.holder:
+        return True
+    if not new.holder:
+        return _names(old.holder, new.words)
+    return stem(new.holder) in old.words or (bool(old.holder) and _names(old.holder, new.words))
+
+
+def _names(holder: str, words: frozenset[str]) -> bool:
+    """Whether ``words`` name ``holder`` ("sam's brother": both parts)."""
+    return all(stem(part.removesuffix("'s")) in words for part in holder.split())
