@@ -48,6 +48,7 @@ SETS = {
     "a": DATA / "knowledge_updates.json",
     "b": DATA / "knowledge_updates_b.json",
     "c": DATA / "knowledge_updates_c.json",
+    "d": DATA / "knowledge_updates_d.json",
 }
 KINDS = ("update", "coexist")
 LIMIT = 10

@@ -4,8 +4,8 @@ each conversation in one scope (user_id; a memory supersedes only within its own
 this is the harder case: every turn meets all the earlier ones), "Speaker: text" with metadata
 speaker and session, memory.add_batch of 100 in order. ``--sessions`` stores each LoCoMo
 session as a scope of its own instead (user_id and session_id, as
-benchmarks/locomo_retrieval.py does). Prints how many memories were superseded, by which
-reader (a rule slot or meaning), and each pair.
+benchmarks/locomo_retrieval.py does). Prints how many memories were superseded (the rules'
+slots are the only record: services/supersession.py), and each pair.
 
     .venv/bin/python benchmarks/locomo_updates.py [path/to/locomo10.json] [--sessions] [--json]
 """
@@ -69,9 +69,6 @@ async def run(conversations: list[dict[str, Any]], by_session: bool) -> dict[str
     return {
         "turns": turns,
         "superseded": len(pairs),
-        "by_reader": {
-            reader: sum(1 for p in pairs if p["reader"] == reader) for reader in ("rule", "meaning")
-        },
         "seconds": round(time.perf_counter() - started, 1),
         "pairs": pairs,
     }
@@ -95,11 +92,9 @@ async def superseded(container: Any, scope: ScopeIds) -> list[dict[str, str]]:
         if memory.superseded_by is None:
             continue
         new = by_id.get(memory.superseded_by)
-        slotted = memory.fact_slot is not None and new is not None and new.fact_slot is not None
-        by_rule = slotted and not str(new.fact_value or "").startswith("~")
         out.append(
             {
-                "reader": "rule" if by_rule else "meaning",
+                "slot": memory.fact_slot or "",
                 "old": memory.content,
                 "new": new.content if new is not None else memory.superseded_by,
             }
@@ -118,13 +113,9 @@ def main() -> None:
     if args.json:
         print(json.dumps(result, indent=2))
         return
-    print(
-        f"{result['superseded']} of {result['turns']} turns superseded "
-        f"(rule {result['by_reader']['rule']}, meaning {result['by_reader']['meaning']}) "
-        f"in {result['seconds']} s"
-    )
+    print(f"{result['superseded']} of {result['turns']} turns superseded in {result['seconds']} s")
     for pair in result["pairs"]:
-        print(f"  [{pair['reader']}] {pair['old']!r}\n      -> {pair['new']!r}")
+        print(f"  [{pair['slot']}] {pair['old']!r}\n      -> {pair['new']!r}")
 
 
 if __name__ == "__main__":

@@ -58,7 +58,6 @@ from agentcore.services.procedural import ProceduralMemoryService
 from agentcore.services.reembedding import embedder_id
 from agentcore.services.retrieval import EnhancedRetrieval
 from agentcore.services.semantic import SemanticMemoryService
-from agentcore.services.supersession import UpdateReader
 from agentcore.services.vector_sync import VectorSync
 from agentcore.services.working_memory import WorkingMemoryService
 
@@ -209,7 +208,6 @@ def _memory_core(settings: Settings, stores: Stores, clock: Clock) -> _Core:
         max_batch_size=settings.memory_max_batch_size,
         stages=stages,
         default_ttl=settings.memory_default_ttl,
-        updates=UpdateReader(uow_factory, vectors, embedder, clock, fresh=retrieval.fresh),
     )
     return _Core(sync, access, error_signals, retrieval, stages, memory)
 

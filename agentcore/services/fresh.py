@@ -53,10 +53,6 @@ class FreshVectors:
     def __len__(self) -> int:
         return len(self._scope_of)
 
-    def __contains__(self, memory_id: object) -> bool:
-        """Whether this memory's vector is still owed."""
-        return memory_id in self._scope_of
-
     def owe(self, memories: Iterable[Memory]) -> None:
         """Memories just committed (or changed) whose vectors are queued."""
         for memory in memories:
@@ -92,15 +88,15 @@ class FreshVectors:
                 found[memory_id] = (owed.text, owed.vector)
         return found
 
-    def unembedded(self, scope_keys: Collection[str], most: int | None = EMBED_NOW) -> Claimed:
+    def unembedded(self, scope_keys: Collection[str], most: int = EMBED_NOW) -> Claimed:
         """The owed entries of these scopes not embedded yet (each with its ``text``), to
-        ``fill``; none when there are more than ``most`` (a backlog; None: no bound)."""
+        ``fill``; none when there are more than ``most`` (a backlog)."""
         found: dict[str, _Owed] = {}
         for key in scope_keys:
             for memory_id, owed in self._by_scope.get(key, {}).items():
                 if owed.vector is None:
                     found[memory_id] = owed
-                    if most is not None and len(found) > most:
+                    if len(found) > most:
                         return {}
         return found
 

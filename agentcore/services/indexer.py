@@ -20,7 +20,7 @@ import asyncio
 import functools
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 
 from agentcore.domain.models import Memory
 from agentcore.services.failures import log_failure
@@ -34,27 +34,17 @@ EXACT_WAIT = 5.0  # seconds an exact check waits for its scopes' owed vectors, a
 _Batch = tuple[list[tuple[int, OutboxEntry]], "asyncio.Future[Prepared]"]
 
 
-AfterIndexing = Callable[[Sequence[Memory]], Awaitable[object]]
-"""Work on memories whose vectors were just written, before they count as indexed (reading
-knowledge updates again when the write could not: ``MemoryManager``); it gets them as given
-to ``follow``."""
-
-
 class VectorIndexer:
     def __init__(
         self,
         sync: VectorSync,
         *,
         batch_size: int = 64,
-        after: AfterIndexing | None = None,
         fresh: FreshVectors | None = None,
     ) -> None:
         self._sync = sync
         self._batch_size = batch_size
-        self._after = after
         self._fresh = FreshVectors() if fresh is None else fresh
-        self._followed: dict[str, Memory] = {}  # the memories ``after`` is owed, by id
-        self._after_tasks: set[asyncio.Task[None]] = set()
         self._queue: deque[tuple[int, OutboxEntry]] = deque()  # (sequence number, entry)
         self._last_of_scope: dict[str, int] = {}  # scope key -> its newest sequence number
         self._submitted = 0
@@ -78,19 +68,6 @@ class VectorIndexer:
         self._sync.reserve([entry_id for entry_id, _ in entries])
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._run(), name="indexer")
-
-    def follow(self, memories: Sequence[Memory]) -> None:
-        """``after`` gets these memories once their vectors are written: those still owed
-        when their batch is written, the others at once (on a task of its own)."""
-        if self._after is None:
-            return
-        owed = [m for m in memories if m.id in self._fresh]
-        self._followed.update((m.id, m) for m in owed)
-        written = [m for m in memories if m.id not in self._fresh]
-        if written:
-            task = asyncio.get_running_loop().create_task(self._run_after(written))
-            self._after_tasks.add(task)
-            task.add_done_callback(self._after_tasks.discard)
 
     async def settle(self, scope_keys: Collection[str], seconds: float = EXACT_WAIT) -> bool:
         """Wait until the vectors of these scopes owed now are written (at most ``seconds``):
@@ -139,17 +116,13 @@ class VectorIndexer:
         self, batch: list[tuple[int, OutboxEntry]], prepared: asyncio.Future[Prepared]
     ) -> None:
         entries = [entry for _, entry in batch]
-        upserted: list[str] = []
         try:
-            ready = await prepared
-            if await self._sync.write(ready) == len(ready.points) + len(ready.to_delete):
-                upserted = [point.id for _, point in ready.points]
+            await self._sync.write(await prepared)
         except Exception as exc:  # the entries stay in the outbox: replayed by VectorSync
             log_failure(log, f"indexing {len(batch)} vectors failed; they will be replayed", exc)
         finally:
             self._sync.release([entry.id for entry in entries])
             self._fresh.settled(entry.memory_id for entry in entries)
-        await self._follow([entry.memory_id for entry in entries], upserted)
         async with self._changed:
             self._done = batch[-1][0]
             if self._done >= self._submitted:  # nothing queued or under way
@@ -162,18 +135,3 @@ class VectorIndexer:
         if not prepared.cancelled() and prepared.exception() is None:
             vectors = {point.id: point.vector for _, point in prepared.result().points}
         self._fresh.fill(claimed, vectors)
-
-    async def _follow(self, memory_ids: list[str], upserted: list[str]) -> None:
-        """``after`` for the followed memories of a batch whose vectors were written (one that
-        failed is replayed later without it: an update it states is not read)."""
-        followed = [self._followed.pop(m) for m in dict.fromkeys(memory_ids) if m in self._followed]
-        written = set(upserted)
-        await self._run_after([m for m in followed if m.id in written])
-
-    async def _run_after(self, memories: Sequence[Memory]) -> None:
-        if not memories or self._after is None:
-            return
-        try:
-            await self._after(memories)
-        except Exception as exc:  # reading updates must never stop indexing; it is logged
-            log_failure(log, f"reading updates of {len(memories)} memories failed", exc)

@@ -31,7 +31,6 @@ from agentcore.domain.records import (
 )
 from agentcore.domain.scopes import owning_level, visible_scope_keys
 from agentcore.services.duplicates import repeats
-from agentcore.services.failures import log_failure
 from agentcore.services.group_commit import GroupCommit
 from agentcore.services.indexer import VectorIndexer
 from agentcore.services.ports import (
@@ -48,7 +47,7 @@ from agentcore.services.retrieval import (
     SearchQuery,
     prime_ranking_soon,
 )
-from agentcore.services.supersession import UpdateReader, may_supersede, supersede
+from agentcore.services.supersession import may_supersede, supersede
 from agentcore.services.vector_sync import DELETE, UPSERT, VectorSync
 
 log = logging.getLogger(__name__)
@@ -132,17 +131,11 @@ class MemoryManager:
         max_batch_size: int,
         stages: StageResolver | None = None,
         default_ttl: Mapping[ScopeLevel, int] | None = None,
-        updates: UpdateReader | None = None,
     ) -> None:
         self._uow_factory = uow_factory
         self._embedder = embedder
         self._sync = vector_sync
-        self._updates = updates
-        self._indexer = VectorIndexer(
-            vector_sync,
-            after=None if updates is None else self._read_updates_behind,
-            fresh=retrieval.fresh,
-        )
+        self._indexer = VectorIndexer(vector_sync, fresh=retrieval.fresh)
         self._writes = GroupCommit(self._store_new, max_items=max_batch_size)
         self._retrieval = retrieval
         self._clock = clock
@@ -180,9 +173,7 @@ class MemoryManager:
                     memory.stage_id = await self._stages.stage_for(memory.scope.task_id, memory)
         writes = [_Write(m, item.unique) for m, item in zip(memories, items, strict=True)]
         stored = await self._writes.submit(writes)  # with the adds that arrive meanwhile
-        new = [s.memory for s in stored if not s.deduplicated]
-        prime_ranking_soon([m.content for m in new])
-        await self._read_updates(new)
+        prime_ranking_soon([s.memory.content for s in stored if not s.deduplicated])
         return stored
 
     async def _store_new(self, writes: list[_Write]) -> list[Stored]:
@@ -225,24 +216,6 @@ class MemoryManager:
                 await self._record(uow, memory, EventKind.ADD, None, _snapshot(memory))
         return await uow.outbox.add_many([memory.id for memory in memories], UPSERT)
 
-    async def _read_updates(self, memories: Sequence[Memory]) -> None:
-        """Before the write answers: the facts its new memories update, read from meaning
-        (``UpdateReader``), are superseded, so every read after the reply ranks with them. The
-        memories are committed already; a reading that fails (the embedder or a store away)
-        does not fail the write: it is logged, and done again behind the reply once their
-        vectors are written."""
-        if self._updates is None or not memories:
-            return
-        try:
-            await self._updates.read(memories, self._record)
-        except Exception as exc:
-            log_failure(log, f"reading the updates of {len(memories)} memories failed", exc)
-            self._indexer.follow(memories)
-
-    async def _read_updates_behind(self, memories: Sequence[Memory]) -> None:
-        if self._updates is not None:
-            await self._updates.read(memories, self._record)
-
     async def get(self, memory_id: str, scope: ScopeIds) -> Memory:
         """The memory, counting one access."""
         now = self._clock()
@@ -284,8 +257,8 @@ class MemoryManager:
             return await uow.memories.promoted_from(source_ids)
 
     async def update(self, memory_id: str, scope: ScopeIds, changes: MemoryChanges) -> Memory:
-        """Apply a partial update; a content change re-embeds the memory and is read for the
-        facts it updates, as a new memory is (those created before it)."""
+        """Apply a partial update; a content change re-embeds the memory and supersedes the
+        facts of the slot it fills now, as a new memory does (those created before it)."""
         now = self._clock()
         async with self._uow_factory(read_only=True) as uow:
             current = await self._visible(uow, memory_id, scope)
@@ -294,7 +267,7 @@ class MemoryManager:
             return current
         async with self._uow_factory() as uow:
             await self._visible(uow, memory_id, scope)
-            if "content" in after:  # what it says now may update another fact (by its slot)
+            if "content" in after:  # what it says now may update another fact
                 await supersede(uow, updated, self._record)
             await uow.memories.update(updated)
             await self._record(uow, updated, EventKind.UPDATE, before, after)
@@ -302,8 +275,6 @@ class MemoryManager:
             await uow.commit()
         self._indexer.submit([(entry_id, updated)])
         prime_ranking_soon([updated.content])
-        if "content" in after:  # ... or by its meaning
-            await self._read_updates([updated])
         return updated
 
     async def reweigh(

@@ -1,8 +1,9 @@
 """Knowledge that updates: the slot a statement fills and a question asks about
 (``agentcore.domain.updates``), supersession by the rules on write (``MemoryManager``), and
-ranking by validity (``EnhancedRetrieval``): the current value first, ``as_of`` for the past.
-Updates read from meaning: tests/unit/test_update_reader.py, test_update_reading.py, and
-tests/integration/test_update_reader.py with the real embedder."""
+ranking by validity (``EnhancedRetrieval``): the current value first, ``as_of`` for the past,
+an unrecorded newer statement first for a question about how things are. The newest-statement
+preference itself: test_update_ranking.py; with the real embedder:
+tests/integration/test_update_reader.py."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from datetime import timedelta
 import pytest
 
 from agentcore.domain.models import EventKind, ScopeIds
-from agentcore.domain.records import NewMemory
+from agentcore.domain.records import MemoryChanges, NewMemory
 from agentcore.domain.updates import Statement, asked_slot, statement_of
 from agentcore.services.access import AccessRecorder
 from agentcore.services.memory_manager import MemoryManager
@@ -213,3 +214,35 @@ async def test_a_question_about_the_user_ranks_someone_elses_fact_lower(rig: Rig
     assert [r.memory.id for r in about_user.results] == [mine, dad]
     about_dad = await rig.memory.search(SearchQuery("Which phone does the dad use?", ALICE))
     assert about_dad.results[0].memory.id == dad  # no question about the user: as before
+
+
+async def test_a_content_update_fills_the_slot_its_words_fill_now(rig: Rig) -> None:
+    home = await rig.memory.add(NewMemory("I live in Graz.", ALICE))
+    assert home.fact_slot == "user|home"
+    await rig.memory.update(home.id, ALICE, MemoryChanges(content="I enjoy long walks."))
+    (changed,) = await rig.memory.read([home.id], ALICE)
+    assert (changed.fact_slot, changed.fact_value) == (None, None)
+    rig.clock.advance(60)
+    moved = await rig.memory.add(NewMemory("I live in Linz.", ALICE))
+    assert (await rig.memory.read([home.id], ALICE))[0].superseded_by is None  # no Graz now
+    assert moved.fact_slot == "user|home"
+
+
+async def test_a_content_update_supersedes_what_its_slot_held(rig: Rig) -> None:
+    old = await rig.memory.add(NewMemory("I live in Graz.", ALICE))
+    rig.clock.advance(60)
+    note = await rig.memory.add(NewMemory("I keep my notes in a paper diary.", ALICE))
+    await rig.memory.update(note.id, ALICE, MemoryChanges(content="I moved to Linz."))
+    assert (await rig.memory.read([old.id], ALICE))[0].superseded_by == note.id
+
+
+async def test_an_update_no_rule_reads_is_not_recorded_but_answers_first(rig: Rig) -> None:
+    old = await rig.memory.add(NewMemory("Ravi coaches the juniors at the club.", ALICE))
+    rig.clock.advance(60)
+    new = await rig.memory.add(NewMemory("Ravi is with the seniors these days.", ALICE))
+    assert (await rig.memory.read([old.id], ALICE))[0].superseded_by is None
+    for question in ("Who does Ravi coach at the club now?", "Who does Ravi coach at the club?"):
+        found = await rig.memory.search(SearchQuery(question, ALICE))
+        assert [hit.memory.id for hit in found.results][:2] == [new.id, old.id], question
+    past = await rig.memory.search(SearchQuery("Who did Ravi coach at the club?", ALICE))
+    assert [hit.memory.id for hit in past.results][:2] == [old.id, new.id]

@@ -6,8 +6,10 @@ of the same scope that fills the same slot with another value supersedes it ("I 
 Munich last month": ``user|home`` = ``munich``): the old memory gets ``valid_to`` and
 ``superseded_by`` and ranks below the current one (after Graphiti's bi-temporal edges, with
 the memory's creation as the time the fact became valid). ``statements`` reads slots from
-statements, ``questions`` the slot a question asks for, ``inferred`` updates that name the old
-value; the LLM extractor names the slot itself.
+statements, ``questions`` the slot a question asks for (and whether it asks how things are);
+the LLM extractor names the slot itself. What no slot records, ``ranking`` reads at every
+search: a newer statement of the same holder that answers the question too ranks first
+(``subjects``: whose fact a statement states; ``cues``: what its words allow).
 """
 
 from agentcore.domain.updates.questions import asked_slot
@@ -15,7 +17,6 @@ from agentcore.domain.updates.statements import statement_of
 from agentcore.domain.updates.vocabulary import (
     MAX_SLOT,
     Statement,
-    inferred_value,
     normalized_statement,
 )
 
@@ -23,7 +24,6 @@ __all__ = [
     "MAX_SLOT",
     "Statement",
     "asked_slot",
-    "inferred_value",
     "normalized_statement",
     "statement_of",
 ]

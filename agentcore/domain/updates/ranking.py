@@ -1,13 +1,13 @@
-"""A soft preference for the newest statement (``newer_first``): for a question about how
-things are, among the results of a search, a newer statement about the same subject is
-ranked right above an older one it may have replaced.
+"""The newest statement first (``newer_first``): for a question about how things are, among the
+results of a search, a newer statement about the same holder is ranked right above an older
+one it may have replaced.
 
-The supersession readers record a replacement only when its words confirm it
-(``replacement.confirmation``), so most updates said in passing stay unrecorded ("Nina's got
-a Volvo these days" after "Nina drives a Golf", "Loving the new e-bike" after "I drive to
-work"); and a pair that is no update reads much the same ("I speak English at work" after "I
-speak German at home"). Ranking is lighter than recording: nothing is marked, and the older
-statement drops one place, never out of the results. So for a question about how things
+A supersession is recorded only where the rules read the slot (``services.supersession``), so
+most updates stay unrecorded ("Nina's got a Volvo these days" after "Nina drives a Golf",
+"Loving the new e-bike" after "I drive to work"); and a pair that is no update reads much the
+same ("I speak English at work" after "I speak German at home"). Ranking is lighter than
+recording: nothing is marked, and the older statement drops one place, never out of the
+results. So for a question about how things
 stand, a result is moved right above the highest-ranked older result it ``may_follow`` (same
 scope and speaker, about the same holder, a statement of its own that adds nothing and is no
 wish or plan) when it answers the question too: its meaning is at least ``share`` as close to
@@ -34,7 +34,6 @@ from agentcore.domain.updates.vocabulary import opening
 T = TypeVar("T")
 
 SHARE = 0.25  # the newer's similarity to the question, as a share of the older's
-MAX_WORDS = 40  # a statement told in passing may run longer than one the readers record
 
 
 def newer_first(
@@ -79,7 +78,7 @@ def may_follow(old: Memory, new: Memory) -> bool:
         or speaker_of(old.metadata) != speaker_of(new.metadata)
     ):
         return False
-    if cues.asks_or_reacts(old.content, MAX_WORDS) or cues.asks_or_reacts(new.content, MAX_WORDS):
+    if cues.asks_or_reacts(old.content) or cues.asks_or_reacts(new.content):
         return False
     if cues.adds_to(new.content) or cues.wishes(new.content):
         return False
@@ -97,9 +96,8 @@ def _about_the_same(old_text: str, new_text: str) -> bool:
     (or a thing's), the same person, a person named again ("Sofia keeps sending me photos
     from Montreal" after "My daughter Sofia lives in Lyon"), or a pronoun for the person the
     older one is about ("She's at Google now"). Another person's fact is not ("My brother
-    lives in York" after "I live in Leeds"). Lighter than the readers' ``same_subject``: a
-    statement that mentions someone else besides ("Christmas is at my sister's this year")
-    may still be the speaker's."""
+    lives in York" after "I live in Leeds"). A statement that mentions someone else besides
+    ("Christmas is at my sister's this year") may still be the speaker's."""
     old = subject_of(old_text)
     if _THIRD_PERSON.match(opening(new_text)):
         return bool(old.holder)

@@ -1,13 +1,12 @@
-"""Whose fact a statement states (``subject_of``), and whether a newer statement may be about
-the same one (``same_subject``): the speaker ("I live in Berlin", "Moved to Munich"), a person
-("My sister Ana lives in Madrid", "Nina drives a Golf", "Jonas's wife works at Siemens", "The
-neighbours got a puppy"), or a thing named with "the" ("The board meeting is on Monday").
-Questions are read too: ``asks_about_the_user`` ("Where does the user live now?").
+"""Whose fact a statement states (``subject_of``): the speaker ("I live in Berlin", "Moved to
+Munich", an agent's "User lives in Berlin"), or a person ("My sister Ana lives in Madrid",
+"Nina drives a Golf", "Jonas's wife works at Siemens", "The neighbours got a puppy").
+Questions are read too: whom a question about the user asks about (``asked_people``) and
+whether a statement states the fact of one of them (``states_for``).
 
 General English, not a list of attributes: a statement is the speaker's unless it opens on
 someone else (a relative, a friend, a group, a named person); the people it mentions beside
-its subject ("I got my mum a new phone") count as others it is about; "my work laptop" and
-"my desktop" are two things of the speaker's (``possessions``).
+its subject ("I got my mum a new phone") count as others it is about.
 """
 
 from __future__ import annotations
@@ -79,37 +78,18 @@ _VERBISH = re.compile(
     r"recently|never|always|[a-z]+s|[a-z]+ed)\b"
 )
 _OPENING_WORD = re.compile(r"(?P<word>[A-Z][\w.+&-]*[\w+]|[A-Z])(?P<own>'s)?")
-_THING = re.compile(
-    r"^(?:the|this|that)\s+(?!user\b)(?P<words>(?:[\w-]+\s+){0,3}?[\w-]+)\s+(?:is|are|was|were|"
-    r"has|have|had|got|gets|will|runs|uses|starts|needs)\b",
-    re.IGNORECASE,
-)
 _WORDS = re.compile(r"[A-Za-z][\w'-]*")
-_POSSESSED = re.compile(r"\b(?:my|our)\s+((?:[a-z][\w-]*\s+){0,2}[a-z][\w-]*)", re.IGNORECASE)
-_VERB_FORM = re.compile(r"[a-z]+(?:s|ed|ing)")
-_MOVED = re.compile(
-    r"\b(?:moved|moving|switched|switching|changed|changing|shifted|transferred|migrated|"
-    r"ported|converted|put|set|turned)\s+(?:my|our|the|his|her|their)\s+(?:[\w-]+(?:'s)?\s+){0,3}?"
-    r"(?P<head>[\w-]+?)(?:'s)?\s+(?:(?:closer|back|over|up|down|out)\s+)?(?:to|into|onto|off)\b",
-    re.IGNORECASE,
-)
-_NOT_THING_WORDS = word_set(
-    "is are was were be been has have had in on at to for with of and but or so as from by "
-    "now new old current usual main own all-time favourite favorite very really just still "
-    "since the a an this that these those it its"
-)
 
 
 @dataclass(frozen=True, slots=True)
 class Subject:
     """``holder``: whose fact it states: "" for the speaker, else a person ("ana",
     "brother", "sam's brother"). ``people``: everyone it mentions by relation (or by the name
-    a relation is given), besides the speaker. ``thing``: the words of a thing it opens on
-    ("The board meeting is ..."), stemmed. ``words``: all its words, lower-cased, stemmed."""
+    a relation is given), besides the speaker. ``words``: all its words, lower-cased,
+    stemmed."""
 
     holder: str
     people: frozenset[str]
-    thing: frozenset[str]
     words: frozenset[str]
     first_person: bool  # it says "I", "my", "we"... somewhere
 
@@ -123,37 +103,11 @@ def subject_of(text: str) -> Subject:
     lowered = [w.lower() for w in _WORDS.findall(head)]
     people = _people(head)
     first_person = any(w in _FIRST for w in lowered)
-    holder = _holder(head, people, first_person)
-    thing = None if holder else _THING.match(head)
     return Subject(
-        holder=holder,
+        holder=_holder(head, people, first_person),
         people=frozenset(people.values()),
-        thing=frozenset(stem(w) for w in thing.group("words").lower().split())
-        if thing
-        else frozenset(),
         words=frozenset(stem(w.removesuffix("'s")) for w in lowered),
         first_person=first_person,
-    )
-
-
-def same_subject(old: Subject, new: Subject) -> bool:
-    """Whether ``new`` may state the same holder's fact as ``old``: a person's fact must name
-    that person again and not open on someone else ("Jonas's wife works at Siemens"); the
-    speaker's must bring in no one the old one does not mention ("My brother lives in Oslo",
-    "I got my mum a new phone") nor open on a name with no "I" in it ("Melanie moved to
-    Munich"); a thing's must name the thing again."""
-    if old.holder:
-        if new.holder and new.holder != old.holder and stem(new.holder) not in old.words:
-            return False
-        return all(stem(part.removesuffix("'s")) in new.words for part in old.holder.split())
-    if any(person not in old.people for person in new.people):
-        return False
-    if old.thing and not old.thing & new.words:
-        return False  # "The investor call is on the 14th" / "The board meeting is on the 12th"
-    return (
-        not new.holder
-        or (new.first_person and new.holder not in RELATIONS)
-        or stem(new.holder) in old.words
     )
 
 
@@ -175,24 +129,6 @@ def opening_name(text: str) -> str:
     if re.search(r"[A-Z0-9]", word[1:]) or match.group("own") or _VERBISH.match(rest):
         return lowered
     return ""
-
-
-def possessions(text: str) -> frozenset[str]:
-    """The things a statement says are the speaker's ("my work laptop", "our payment
-    provider"), as stemmed words; people ("my sister") are not things."""
-    found: set[str] = set()
-    for match in _POSSESSED.finditer(plain(text)):
-        words: list[str] = []
-        for word in match.group(1).lower().split():
-            word = word.removesuffix("'s")
-            if word in _NOT_THING_WORDS or (words and _VERB_FORM.fullmatch(word)):
-                if words:
-                    break  # "my work laptop runs ...": the thing ends before its verb
-                continue
-            words.append(word)
-        if words and not any(w in RELATIONS for w in words):
-            found.update(stem(w) for w in words)
-    return frozenset(found)
 
 
 _USER = re.compile(r"\b(?:the\s+)?user(?:'s)?\b|\b(?:i|i'm|my|me|mine)\b", re.IGNORECASE)
@@ -274,11 +210,3 @@ def _holder(head: str, people: dict[str, str], first_person: bool) -> str:
     if not name or first_person or _VALUE_FIRST.match(head):
         return ""
     return name
-
-
-def moved_thing(text: str) -> str | None:
-    """What a statement says was moved or switched to something else ("I moved the meeting
-    notes to Notion" -> "note", "Ben moved his desk closer to the window" -> "desk"), stemmed;
-    None when it says no such thing."""
-    match = _MOVED.search(plain(text))
-    return None if match is None else stem(match.group("head").lower())

@@ -32,12 +32,6 @@ class Statement:
 INFERRED = "~"  # the value of a slot a memory took over from the one it superseded
 
 
-def inferred_value(memory_id: str) -> str:
-    """The value of a slot a memory fills because it superseded the memory that filled it
-    (``services.supersession.UpdateReader``): its own, equal to no other."""
-    return f"{INFERRED}{memory_id}"
-
-
 def normalized_statement(subject: str, attribute: str, value: str) -> Statement:
     """A statement named by a caller or a model, normalized as the rules' are ("The User" ->
     "user")."""
