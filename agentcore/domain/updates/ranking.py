@@ -34,6 +34,9 @@ from agentcore.domain.updates.vocabulary import opening
 T = TypeVar("T")
 
 SHARE = 0.25  # the newer's similarity to the question, as a share of the older's
+# Below this calibrated cosine to the question a statement answers it no better than unrelated
+# text does (0 is the model's background): it neither moves nor is passed.
+CLOSE = 0.1
 
 
 def newer_first(
@@ -45,7 +48,8 @@ def newer_first(
 ) -> list[T]:
     """``results`` (best first) with each newer statement that ``may_follow`` an older one
     ranked right above the highest-ranked older one it follows (each older one is passed so
-    once); ``closeness``: a result's calibrated cosine to the question."""
+    once); ``closeness``: a result's calibrated cosine to the question (both at least
+    ``CLOSE``: each answers the question better than unrelated text does)."""
     out = list(results)
     passed: set[int] = set()  # the older results a newer one was moved above (once each)
     for item in list(out):
@@ -53,7 +57,11 @@ def newer_first(
         at = out.index(item)
         for i in range(at):
             older = out[i]
-            if id(older) in passed or closeness(item) < share * closeness(older):
+            if (
+                id(older) in passed
+                or closeness(item) < max(share * closeness(older), CLOSE)
+                or closeness(older) < CLOSE
+            ):
                 continue
             if may_follow(memory(older), new):
                 passed.add(id(older))
