@@ -49,6 +49,7 @@ SETS = {
     "b": DATA / "knowledge_updates_b.json",
     "c": DATA / "knowledge_updates_c.json",
     "d": DATA / "knowledge_updates_d.json",
+    "e": DATA / "knowledge_updates_e.json",
 }
 KINDS = ("update", "coexist")
 LIMIT = 10
