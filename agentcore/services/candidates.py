@@ -317,20 +317,23 @@ class CandidateGenerator:
         lexical_rank = {hit.id: n for n, hit in enumerate(lexical, 1)}
         # the part of a fused value the cosine gives (``fuse``: the weight of the sides it has)
         weight = self._fusion.dense_weight if cosine and scores else (1.0 if cosine else 0.0)
-        return asked, [
-            Candidate(
-                memory=live[memory_id],
-                cosine=cosine.get(memory_id, floor),
-                lift=lift(raw[memory_id], background) if memory_id in raw else floor,
-                bm25=scores.get(memory_id, lexical_floor),
-                coverage=coverage.get(memory_id, 0.0),
-                dense_rank=dense_rank.get(memory_id),
-                lexical_rank=lexical_rank.get(memory_id),
-                fused=value,
-                fused_dense=weight * _unit(cosine.get(memory_id, floor)),
+        out: list[Candidate] = []
+        for memory_id, value in fused.items():
+            near = cosine.get(memory_id, floor)  # in [0, 1] (``calibrated``)
+            out.append(
+                Candidate(
+                    memory=live[memory_id],
+                    cosine=near,
+                    lift=lift(raw[memory_id], background) if memory_id in raw else floor,
+                    bm25=scores.get(memory_id, lexical_floor),
+                    coverage=coverage.get(memory_id, 0.0),
+                    dense_rank=dense_rank.get(memory_id),
+                    lexical_rank=lexical_rank.get(memory_id),
+                    fused=value,
+                    fused_dense=weight * near,
+                )
             )
-            for memory_id, value in fused.items()
-        ]
+        return asked, out
 
     async def _dense(
         self, query: str, flt: VectorFilter, pool: int, *, exact: bool

@@ -19,6 +19,7 @@ import math
 import re
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Protocol
 
 import numpy as np
@@ -151,26 +152,34 @@ def episode_of(memory: Memory) -> Hashable:
     return (memory.scope_key, memory.layer.value, memory.scope.session_id)
 
 
-def session_strength(candidates: Sequence[Candidate], top: int = 3) -> list[float]:
+def session_strength(
+    candidates: Sequence[Candidate], top: int = 3, episodes: Sequence[Hashable] | None = None
+) -> list[float]:
     """Each candidate's session strength: the mean fused value of the session's best ``top``
     candidates, relative to the best session's (a candidate without a session is one of its
-    own)."""
-    means = _session_means(candidates, [c.fused for c in candidates], top)
+    own). ``episodes``: each candidate's ``episode_of``, when known."""
+    keys = episodes if episodes is not None else [episode_of(c.memory) for c in candidates]
+    means = _session_means(keys, [c.fused for c in candidates], top)
     best = max(means, default=0.0)
     return [m / best if best > 0 else 0.0 for m in means]
 
 
-def features(query: Query, candidates: Sequence[Candidate]) -> Matrix:
-    """One row per candidate, one column per name of ``FEATURES``."""
+def features(
+    query: Query, candidates: Sequence[Candidate], rows: Sequence[int] | None = None
+) -> Matrix:
+    """One row per candidate (or per index in ``rows``: what is said of the session and the
+    others still reads every candidate), one column per name of ``FEATURES``."""
     n = len(candidates)
-    if n == 0:
+    picked = list(range(n)) if rows is None else list(rows)
+    if not picked:
         return np.zeros((0, len(FEATURES)), dtype=np.float64)
+    chosen = [candidates[i] for i in picked]
     absent = math.log2(2 + query.pool)
     best_bm25 = max(c.bm25 for c in candidates)
     best_cosine = max(c.cosine for c in candidates)
+    episodes = [episode_of(c.memory) for c in candidates]
     sessions: dict[Hashable, float] = {}
-    for c in candidates:
-        key = episode_of(c.memory)
+    for key, c in zip(episodes, candidates, strict=True):
         sessions[key] = sessions.get(key, 0.0) + c.fused
     order = sorted(
         range(n), key=lambda i: (candidates[i].memory.created_at, candidates[i].memory.id)
@@ -178,59 +187,62 @@ def features(query: Query, candidates: Sequence[Candidate]) -> Matrix:
     newest = [0.0] * n
     for position, i in enumerate(order):
         newest[i] = position / (n - 1) if n > 1 else 1.0
-    names = query_names(query.text)
+    strength = session_strength(candidates, episodes=episodes)
+    dense_means = _session_means(episodes, [c.cosine for c in candidates])
+    names = tuple(query_names(query.text))
     lowered = query.text.lower()
     wanted = terms(query.text).words
-    speakers = [speaker_of(c.memory.metadata) for c in candidates]
-    named = {s.lower() for s in speakers if s is not None and _named(s.lower(), lowered)}
-    said_by = [None if s is None else s.lower() for s in speakers]
-    texts = [c.memory.content for c in candidates]
+    said_by = [_lowered(speaker_of(c.memory.metadata)) for c in candidates]
+    named = {s for s in said_by if s is not None and _named(s, lowered)}
+    facts = [_facts_of(c.memory.content) for c in chosen]
     columns: dict[str, Sequence[float]] = {
-        "dense": [c.cosine for c in candidates],
-        "dense_lift": [c.lift for c in candidates],
+        "dense": [c.cosine for c in chosen],
+        "dense_lift": [c.lift for c in chosen],
         "dense_rank": [
-            absent if c.dense_rank is None else math.log2(1 + c.dense_rank) for c in candidates
+            absent if c.dense_rank is None else math.log2(1 + c.dense_rank) for c in chosen
         ],
-        "dense_relative": [c.cosine / best_cosine if best_cosine > 0 else 0.0 for c in candidates],
-        "lexical": [c.bm25 / best_bm25 if best_bm25 > 0 else 0.0 for c in candidates],
-        "lexical_per_term": [c.bm25 / max(query.words, 1) for c in candidates],
+        "dense_relative": [c.cosine / best_cosine if best_cosine > 0 else 0.0 for c in chosen],
+        "lexical": [c.bm25 / best_bm25 if best_bm25 > 0 else 0.0 for c in chosen],
+        "lexical_per_term": [c.bm25 / max(query.words, 1) for c in chosen],
         "lexical_rank": [
-            absent if c.lexical_rank is None else math.log2(1 + c.lexical_rank) for c in candidates
+            absent if c.lexical_rank is None else math.log2(1 + c.lexical_rank) for c in chosen
         ],
-        "coverage": [c.coverage for c in candidates],
-        "own_words": [
-            len(wanted & terms(text).words) / len(wanted) if wanted else 0.0 for text in texts
-        ],
-        "fused": [c.fused for c in candidates],
-        "session_strength": session_strength(candidates),
-        "session_support": [sessions[episode_of(c.memory)] - c.fused for c in candidates],
-        "session_dense": _session_means(candidates, [c.cosine for c in candidates]),
-        "newest": newest,
-        "speaker_named": [1.0 if s is not None and s in named else 0.0 for s in said_by],
-        "other_speaker_named": [1.0 if named - {s} else 0.0 for s in said_by],
-        "names_shared": [_names_shared(names, text) for text in texts],
-        "question": [1.0 if "?" in text else 0.0 for text in texts],
-        "time_said": [1.0 if _TIME.search(text) else 0.0 for text in texts],
-        "number_said": [1.0 if _DIGIT.search(text) else 0.0 for text in texts],
-        "words": [math.log1p(len(text.split())) for text in texts],
-        "query_words": [math.log1p(query.words)] * n,
-        "candidates": [math.log1p(n)] * n,
+        "coverage": [c.coverage for c in chosen],
+        "own_words": [len(wanted & f.terms) / len(wanted) if wanted else 0.0 for f in facts],
+        "fused": [c.fused for c in chosen],
+        "session_strength": [strength[i] for i in picked],
+        "session_support": [sessions[episodes[i]] - candidates[i].fused for i in picked],
+        "session_dense": [dense_means[i] for i in picked],
+        "newest": [newest[i] for i in picked],
+        "speaker_named": [1.0 if said_by[i] in named else 0.0 for i in picked],
+        "other_speaker_named": [1.0 if named - {said_by[i]} else 0.0 for i in picked],
+        "names_shared": [_names_shared(names, c.memory.content) for c in chosen],
+        "question": [f.question for f in facts],
+        "time_said": [f.time for f in facts],
+        "number_said": [f.number for f in facts],
+        "words": [f.words for f in facts],
+        "query_words": [math.log1p(query.words)] * len(picked),
+        "candidates": [math.log1p(n)] * len(picked),
     }
     for name, asked in zip(_ASKED, _asked(lowered), strict=True):
-        columns[f"asks_{name}"] = [asked] * n
+        columns[f"asks_{name}"] = [asked] * len(picked)
     return np.array([columns[name] for name in FEATURES], dtype=np.float64).T
 
 
+def _lowered(speaker: str | None) -> str | None:
+    return None if speaker is None else speaker.lower()
+
+
 def _session_means(
-    candidates: Sequence[Candidate], values: Sequence[float], top: int = 3
+    episodes: Sequence[Hashable], values: Sequence[float], top: int = 3
 ) -> list[float]:
-    """Each candidate's session's mean of its best ``top`` ``values`` (a candidate without a
-    session is one of its own)."""
+    """Each candidate's session's mean of its best ``top`` ``values`` (``episodes``: each
+    candidate's ``episode_of``)."""
     members: dict[Hashable, list[float]] = {}
-    for c, value in zip(candidates, values, strict=True):
-        members.setdefault(episode_of(c.memory), []).append(value)
+    for key, value in zip(episodes, values, strict=True):
+        members.setdefault(key, []).append(value)
     means = {k: sum(sorted(v, reverse=True)[:top]) / min(len(v), top) for k, v in members.items()}
-    return [means[episode_of(c.memory)] for c in candidates]
+    return [means[key] for key in episodes]
 
 
 _ASKED = ("when", "who", "where", "what", "how", "why", "yes_no", "likely")
@@ -290,17 +302,44 @@ def query_names(text: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+@dataclass(frozen=True, slots=True)
+class _Facts:
+    """What the features read of a memory's text alone (read once per text: ``_facts_of``)."""
+
+    terms: frozenset[str]
+    question: float
+    time: float
+    number: float
+    words: float
+
+
+@lru_cache(maxsize=32_768)
+def _facts_of(text: str) -> _Facts:
+    return _Facts(
+        terms=terms(text).words,
+        question=1.0 if "?" in text else 0.0,
+        time=1.0 if _TIME.search(text) else 0.0,
+        number=1.0 if _DIGIT.search(text) else 0.0,
+        words=math.log1p(len(text.split())),
+    )
+
+
+@lru_cache(maxsize=4_096)
 def _named(name: str, lowered_query: str) -> bool:
     first = name.split()[0] if name.split() else ""
     return bool(first) and re.search(rf"\b{re.escape(first)}\b", lowered_query) is not None
 
 
-def _names_shared(names: Sequence[str], content: str) -> float:
+def _names_shared(names: tuple[str, ...], content: str) -> float:
     if not names:
         return 0.0
-    lowered = content.lower()
-    held = sum(1 for name in names if re.search(rf"\b{re.escape(name)}\b", lowered))
-    return held / len(names)
+    return sum(1 for name in names if _holds(name, content)) / len(names)
+
+
+@lru_cache(maxsize=65_536)
+def _holds(name: str, content: str) -> bool:
+    """Whether ``content`` holds ``name`` (lower-cased) as a whole word."""
+    return re.search(rf"\b{re.escape(name)}\b", content.lower()) is not None
 
 
 def relevance_map(

@@ -26,9 +26,16 @@ from typing import Any
 
 from agentcore.adapters.rankers.trees import TreeEnsemble
 from agentcore.domain.errors import ConfigurationError
-from agentcore.services.relevance import FEATURES, Candidate, Query, features
+from agentcore.services.relevance import FEATURES, Candidate, FusedRelevance, Query, features
 
 MODEL_FILE = "relevance_model.json"
+# The fusion's best candidates the model ranks (a cascade: the fusion chooses, the model
+# orders). On LoCoMo the model ranking only the best 30 of the ~100 finds as much as ranking
+# all of them (R@10 0.790 against 0.787), for a third of the trees' work.
+RERANKED = 30
+_FUSION = FusedRelevance()
+_LAST = 0.01  # the relevance of the fusion's best candidate beyond those the model ranked, at
+# most, when the model put them all at 0
 
 
 class LearnedRelevance:
@@ -58,31 +65,50 @@ class LearnedRelevance:
         return f"learned:{self._version}"
 
     def score(self, query: Query, candidates: Sequence[Candidate]) -> list[float]:
+        """The fusion's best ``RERANKED`` candidates ranked by the model; the others after
+        them, in the fusion's order."""
         if not candidates:
             return []
-        rows = features(query, candidates)[:, self._columns]
+        fused = _FUSION.score(query, candidates)
+        order = _best_first(fused)
+        chosen = order[:RERANKED]
+        rows = features(query, candidates, chosen)[:, self._columns]
         raw = self._trees.predict(rows) * self._slope + self._intercept
         level = min(1.0, max(c.fused for c in candidates) / self._reference)
         best = float(raw.max())
-        return [level * max(0.0, 1.0 - (best - float(v)) / self._spread) for v in raw]
+        out = [0.0] * len(candidates)
+        for i, value in zip(chosen, raw, strict=True):
+            out[i] = level * max(0.0, 1.0 - (best - float(value)) / self._spread)
+        if len(order) > RERANKED:
+            below = min(out[i] for i in chosen) or _LAST
+            last = fused[chosen[-1]] or 1.0
+            for i in order[RERANKED:]:
+                out[i] = below * fused[i] / last
+        return out
 
     def explain(self, query: Query, candidates: Sequence[Candidate]) -> list[dict[str, float]]:
         """Each feature's part of each candidate's log-odds of being what was asked (Saabas
         attribution over the trees, times the calibration's slope), the larger ones (at least
         0.05); ``base``: the part every candidate starts from. ``base`` and the parts sum to
-        those log-odds (of those left out, each is below 0.05)."""
+        those log-odds (of those left out, each is below 0.05). A candidate the model did not
+        rank (beyond the fusion's best ``RERANKED``) is explained by the fusion's parts."""
         if not candidates:
             return []
-        rows = features(query, candidates)[:, self._columns]
+        out = _FUSION.explain(query, candidates)
+        chosen = _best_first(_FUSION.score(query, candidates))[:RERANKED]
+        rows = features(query, candidates, chosen)[:, self._columns]
         base, parts = self._trees.explain(rows, len(self._columns))
         start = base * self._slope + self._intercept
-        out = []
-        for row in parts * self._slope:
+        for i, row in zip(chosen, parts * self._slope, strict=True):
             signals = {
                 self._names[j]: round(float(v), 4) for j, v in enumerate(row) if abs(v) >= 0.05
             }
-            out.append({"base": round(start, 4), **signals})
+            out[i] = {"base": round(start, 4), **signals}
         return out
+
+
+def _best_first(values: Sequence[float]) -> list[int]:
+    return sorted(range(len(values)), key=lambda i: -values[i])
 
 
 def packaged_model() -> LearnedRelevance | None:

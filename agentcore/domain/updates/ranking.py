@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 from typing import TypeVar
 
 from agentcore.domain.fact_text import stem, terms
@@ -86,13 +87,23 @@ def may_follow(old: Memory, new: Memory) -> bool:
         or speaker_of(old.metadata) != speaker_of(new.metadata)
     ):
         return False
-    if cues.asks_or_reacts(old.content) or cues.asks_or_reacts(new.content):
+    if not _own_statement(old.content) or not _own_statement(new.content):
         return False
-    if cues.adds_to(new.content) or cues.wishes(new.content):
+    if _adds_or_wishes(new.content):
         return False
     if terms(new.content).words <= terms(old.content).words:
         return False  # a restatement says nothing newer
     return _about_the_same(old.content, new.content)
+
+
+@lru_cache(maxsize=8_192)  # a search reads the same results again and again
+def _own_statement(text: str) -> bool:
+    return not cues.asks_or_reacts(text)
+
+
+@lru_cache(maxsize=8_192)
+def _adds_or_wishes(text: str) -> bool:
+    return cues.adds_to(text) or cues.wishes(text)
 
 
 # A statement that opens on someone already named ("She's at Google now", "His new car ...").
