@@ -16,11 +16,12 @@ second, each a memory.add in that order; then, as soon as the last add has answe
   question.
 - wrong supersession of a distractor (someone else's value, small talk) is counted in both.
 
-Sets (benchmarks/data/): a = knowledge_updates.json (development), b = knowledge_updates_b.json
-(held out once, development since), c = knowledge_updates_c.json (held out: written by someone
-who had seen neither the method nor a and b). --in-flight N runs N cases at once.
+Sets (benchmarks/data/): a = knowledge_updates.json, b = knowledge_updates_b.json, c, d and e =
+knowledge_updates_{c,d,e}.json; b to e were each written by someone who had seen neither the
+method nor the sets before it, and run once as held-out data before joining the development
+data (docs/benchmarks.md: Knowledge updates). --in-flight N runs N cases at once.
 
-    .venv/bin/python benchmarks/knowledge_updates.py [--sets a b c] [--data FILE.json]
+    .venv/bin/python benchmarks/knowledge_updates.py [--sets a b c d e] [--data FILE.json]
         [--mode embedded|production] [--wait 0] [--in-flight 1] [--verbose] [--json]
 """
 
