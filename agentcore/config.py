@@ -98,7 +98,7 @@ class Settings(BaseSettings):
     # otherwise the fusion), or "fusion", the hand-set blend of dense and lexical scores.
     search_ranker: Literal["learned", "fusion"] = "learned"
     # Candidates each side of a search (the vector store, the lexical index) brings to ranking.
-    search_candidates: int = Field(60, ge=10, le=200)
+    search_candidates: int = Field(30, ge=10, le=200)
     # Semantic facts: rule-based offline, the LLM (MEM0_LLM_MODEL via the OpenAI API), or mem0's
     # extraction with that LLM; "auto" is mem0 when OPENAI_API_KEY is set, else offline.
     fact_extractor: Literal["auto", "offline", "llm", "mem0"] = "auto"
