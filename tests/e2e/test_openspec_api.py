@@ -378,8 +378,15 @@ async def _subscribe(
 
 
 async def _take(queue: asyncio.Queue[Sse], count: int, seconds: float = 120) -> list[Sse]:
-    async with asyncio.timeout(seconds):
-        return [await queue.get() for _ in range(count)]
+    got: list[Sse] = []
+    try:
+        async with asyncio.timeout(seconds):
+            while len(got) < count:
+                got.append(await queue.get())
+    except TimeoutError:
+        last = got[-1].id if got else None
+        pytest.fail(f"in {seconds} s the stream brought {len(got)} of {count} events (last {last})")
+    return got
 
 
 async def test_a_thousand_concurrent_writes_arrive_in_order_and_resume_exactly(
@@ -469,9 +476,12 @@ async def test_every_kind_of_change_is_on_the_stream(served: Served) -> None:
         seen: set[str] = set()
 
         async def until(*kinds: str) -> None:
-            async with asyncio.timeout(60):
-                while not set(kinds) <= seen:
-                    seen.add((await queue.get()).event)
+            try:
+                async with asyncio.timeout(60):
+                    while not set(kinds) <= seen:
+                        seen.add((await queue.get()).event)
+            except TimeoutError:
+                pytest.fail(f"in 60 s the stream brought {sorted(seen)}, not {sorted(kinds)}")
 
         a = (await call(c, "memory.add", content="I live in Berlin.", user_id=user))["memory_id"]
         await call(c, "memory.add", content="I moved to Munich last month.", user_id=user)
