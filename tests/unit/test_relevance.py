@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from agentcore.adapters.rankers.learned import LearnedRelevance
+from agentcore.adapters.rankers.learned import RERANKED, LearnedRelevance
 from agentcore.domain.errors import ConfigurationError
 from agentcore.domain.models import ScopeIds
 from agentcore.domain.records import NewMemory, build_memory
@@ -117,6 +117,28 @@ def test_the_learned_relevance_orders_and_the_fusion_says_how_well_the_query_is_
     (why_named, why_other) = ranker.explain(query, candidates)
     assert why_named == {"base": 0.0, "speaker_named": 2.0}
     assert why_other == {"base": 0.0, "speaker_named": -2.0}
+
+
+def test_the_model_ranks_the_fusions_best_and_the_rest_follow_in_the_fusions_order() -> None:
+    ranker = LearnedRelevance(_model())
+    query = Query("What does Caroline like?", 3, 30)
+    # Mel's turns first by the fusion; the model prefers Caroline's, but her lowest one is
+    # beyond the fusion's best RERANKED and keeps the fusion's place
+    candidates = [
+        _candidate(f"Mel: turn {n}", speaker="Mel", session=f"m{n}", fused=0.9 - n / 100)
+        for n in range(RERANKED - 1)
+    ] + [
+        _candidate("Caroline: I like tea", speaker="Caroline", session="c1", fused=0.5),
+        _candidate("Caroline: I like cake", speaker="Caroline", session="c2", fused=0.1),
+    ]
+    values = ranker.score(query, candidates)
+    assert values[RERANKED - 1] == pytest.approx(1.0)  # ranked by the model: first
+    chosen = values[:RERANKED]
+    assert values[-1] < min(chosen)  # not ranked by the model: below every ranked one
+    assert values[-1] > 0
+    why = ranker.explain(query, candidates)
+    assert "speaker_named" in why[RERANKED - 1]
+    assert set(why[-1]) == {"dense", "lexical", "session"}  # the fusion placed it
 
 
 def test_a_model_of_unknown_features_or_broken_arrays_is_a_configuration_error() -> None:
