@@ -7,11 +7,14 @@ import asyncio
 import random
 from datetime import UTC, datetime
 
+import psycopg
+import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from agentcore.adapters.db.history_feed import SqlHistoryFeed
 from agentcore.adapters.db.uow import SqlUnitOfWorkFactory
 from agentcore.domain.models import EventKind, MemoryEvent, new_id
+from tests.conftest import PG_HOST, _postgres_role
 
 
 def _event(scope_key: str) -> MemoryEvent:
@@ -103,3 +106,25 @@ async def test_a_position_drawn_by_a_transaction_still_open_holds_later_ones_bac
             break
         await asyncio.sleep(0.01)
     assert found == ids
+
+
+async def test_a_long_transaction_in_another_database_does_not_hold_the_feed_back(
+    engine: AsyncEngine,
+) -> None:
+    if engine.dialect.name != "postgresql":
+        pytest.skip("PostgreSQL only: SQLite's positions are final when written")
+    factory = SqlUnitOfWorkFactory(engine)
+    feed = SqlHistoryFeed(engine)
+    other = psycopg.connect(f"postgresql://{_postgres_role()}@{PG_HOST}/test")
+    try:
+        other.execute("SELECT txid_current()")  # a write transaction of another database, open
+        written = await _write(factory, "user:a", 0)
+        events = []
+        for _ in range(500):  # 5 s at most
+            if events := await feed.after(0, ["user:a"], 10):
+                break
+            await asyncio.sleep(0.01)
+        assert [e.memory_id for e in events] == [written]
+    finally:
+        other.rollback()
+        other.close()

@@ -8,9 +8,11 @@ draws positions from a sequence when a row is inserted, not when it commits: a r
 delivered position 7 could later see position 6 commit. So a position is read only below a
 *safe* mark: the sequence's value ``L`` read at some moment is safe once every transaction that
 had an id then has ended (the insert trigger gives a transaction its id before it draws, so
-whatever drew at most ``L`` had one): the snapshot's ``xmax`` taken right after ``L`` names
-those transactions, and a later snapshot whose ``xmin`` reached it says they ended. With no
-transaction running, ``L`` is safe at once.
+whatever drew at most ``L`` had one): the snapshot's ``xmax`` taken right after ``L`` bounds
+those transactions' ids, and ``L`` is safe once no transaction *of this database* with an
+older id is running (``pg_stat_activity``). Only this database's transactions write its
+history: a long transaction in another database of the cluster (which a snapshot's ``xmin``
+counts) must not hold the stream back.
 """
 
 from __future__ import annotations
@@ -77,10 +79,8 @@ class SqlHistoryFeed:
     async def _advance(self, conn: AsyncConnection) -> int:
         """The safe mark now (see the module doc); each statement reads its own snapshot."""
         safe = self._safe
-        if self._candidate is not None:
-            xmin = await conn.scalar(text("SELECT pg_snapshot_xmin(pg_current_snapshot())::text"))
-            if int(xmin) >= self._candidate[1]:
-                safe, self._candidate = self._candidate[0], None
+        if self._candidate is not None and not await self._older_running(conn, self._candidate[1]):
+            safe, self._candidate = self._candidate[0], None
         if self._candidate is None:
             row = (
                 await conn.execute(
@@ -88,16 +88,25 @@ class SqlHistoryFeed:
                 )
             ).one()
             drawn = int(row.last_value) if row.is_called else int(row.last_value) - 1
-            snapshot = (
-                await conn.execute(
-                    text(
-                        "SELECT pg_snapshot_xmin(s)::text AS xmin,"
-                        " pg_snapshot_xmax(s)::text AS xmax FROM pg_current_snapshot() AS s"
-                    )
-                )
-            ).one()
-            if int(snapshot.xmin) >= int(snapshot.xmax):  # no transaction was running
-                safe = max(safe, drawn)
-            elif drawn > safe:
-                self._candidate = (drawn, int(snapshot.xmax))
+            xmax = await conn.scalar(text("SELECT pg_snapshot_xmax(pg_current_snapshot())::text"))
+            if drawn > safe:
+                if await self._older_running(conn, int(xmax)):
+                    self._candidate = (drawn, int(xmax))
+                else:
+                    safe = drawn
         return safe
+
+    @staticmethod
+    async def _older_running(conn: AsyncConnection, xmax: int) -> bool:
+        """Whether a transaction of this database whose id is below ``xmax`` (a 64-bit id)
+        is still running (ids compared modulo 2^32, as PostgreSQL compares them)."""
+        found = await conn.scalar(
+            text(
+                "SELECT count(*) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND backend_xid IS NOT NULL"
+                " AND ((:xmax - backend_xid::text::bigint + 4294967296) % 4294967296)"
+                " BETWEEN 1 AND 2147483647"
+            ),
+            {"xmax": xmax % 4294967296},
+        )
+        return bool(found)
