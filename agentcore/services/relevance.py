@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Protocol
@@ -340,11 +340,3 @@ def _names_shared(names: tuple[str, ...], content: str) -> float:
 def _holds(name: str, content: str) -> bool:
     """Whether ``content`` holds ``name`` (lower-cased) as a whole word."""
     return re.search(rf"\b{re.escape(name)}\b", content.lower()) is not None
-
-
-def relevance_map(
-    ranker: Relevance, query: Query, candidates: Sequence[Candidate]
-) -> Mapping[str, float]:
-    """memory id → relevance, as ``ranker`` scores the candidates."""
-    scores = ranker.score(query, candidates)
-    return {c.memory.id: s for c, s in zip(candidates, scores, strict=True)}
