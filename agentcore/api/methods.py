@@ -22,6 +22,7 @@ from agentcore.api.handlers.procedural import procedural_methods
 from agentcore.api.handlers.routing import routing_methods
 from agentcore.api.handlers.semantic import semantic_methods
 from agentcore.api.handlers.stages import stage_methods
+from agentcore.api.handlers.store import store_methods
 from agentcore.api.handlers.transfer import transfer_methods
 from agentcore.api.handlers.working import working_methods
 from agentcore.api.rpc import RpcMethod
@@ -296,6 +297,7 @@ def build_methods(c: Container, discover: Callable[[], dict[str, Any]]) -> dict[
         ),
     ]
     table += key_value_methods(c.key_values)
+    table += store_methods(c.items)
     table += procedural_methods(c.procedural)
     table += episodic_methods(c.episodic)
     table += working_methods(c.working)

@@ -34,6 +34,7 @@ from agentcore.services.lifecycle.expiry import ExpirySweeper
 from agentcore.services.lifecycle.promotion import PromotionService
 from agentcore.services.lifecycle.transfer import TransferService
 from agentcore.services.memory_manager import MemoryManager
+from agentcore.services.namespaced import NamespacedItems
 from agentcore.services.ports import ChangeFeed, Embedder, UnitOfWorkFactory, VectorStore
 from agentcore.services.procedural import ProceduralMemoryService
 from agentcore.services.retrieval import EnhancedRetrieval
@@ -58,6 +59,7 @@ class Container:
     retrieval: EnhancedRetrieval
     memory: MemoryManager
     key_values: KeyValueService
+    items: NamespacedItems
     procedural: ProceduralMemoryService
     episodic: EpisodicMemoryService
     working: WorkingMemoryService

@@ -53,6 +53,7 @@ from agentcore.services.lifecycle.expiry import SWEEP_EXPIRED, ExpirySweeper
 from agentcore.services.lifecycle.promotion import PromotionService, PromotionSettings
 from agentcore.services.lifecycle.transfer import TransferService
 from agentcore.services.memory_manager import MemoryManager
+from agentcore.services.namespaced import NamespacedItems
 from agentcore.services.ports import Embedder, VectorStore
 from agentcore.services.procedural import ProceduralMemoryService
 from agentcore.services.reembedding import embedder_id
@@ -120,6 +121,9 @@ async def _build(
         memory=memory,
         key_values=KeyValueService(
             memory, stores.uow_factory, clock, settings.memory_max_context_length
+        ),
+        items=NamespacedItems(
+            memory, core.retrieval, stores.uow_factory, clock, settings.memory_max_context_length
         ),
         procedural=layers.procedural,
         episodic=layers.episodic,

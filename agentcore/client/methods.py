@@ -89,6 +89,10 @@ class Methods(ABC, Generic[R]):
     def delete_key(self, key: str, **params: Any) -> R:
         return self._call("memory.delete_key", {"key": key, **params})
 
+    # Namespaced items (LangGraph's store: ``agentcore.integrations.langgraph``).
+    def store_batch(self, ops: Sequence[Json], **params: Any) -> R:
+        return self._call("memory.store.batch", {"ops": ops, **params})
+
     # Layers: working, episodic, semantic, procedural.
     def working_append(self, session_id: str, content: str, **params: Any) -> R:
         return self._call(

@@ -41,6 +41,7 @@ SAFE_TO_REPEAT = frozenset(
         "memory.delete",
         "memory.clear",
         "memory.put",
+        "memory.store.batch",  # gets, searches and puts that replace: the same again
         "memory.get_value",
         "memory.list_keys",
         "memory.search_keys",

@@ -13,8 +13,10 @@ can reach. Access levels:
 - ``admin``: also ``memory.clear``, cost reports for everyone, and any scope.
 
 A call is ``FORBIDDEN`` when its method needs more than the key's access, or when it names a
-scope id (at the top level, in a batch's ``items`` or an import's ``records``) that the key
-does not allow. A call that names no scope id
+scope id (at the top level, in a batch's ``items``, an import's ``records`` or a store
+batch's ``ops``) that the key does not allow. A store batch needs write access when an op puts,
+and admin when an op names no scope id (it reaches every scope's items). A call that names no
+scope id
 (``memory.job.get``, ``rpc.discover``) needs only the access. ``memory.stage.get`` must name
 its task (a stage id alone would reach any task's stage).
 """
@@ -75,7 +77,8 @@ READ_METHODS = frozenset(
     }
 )
 ADMIN_METHODS = frozenset({"memory.clear"})
-_NESTED = ("items", "records")  # where a call carries more scope ids
+STORE_BATCH = "memory.store.batch"  # its ``ops`` decide (``required_access``)
+_NESTED = ("items", "records", "ops")  # where a call carries more scope ids
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +161,17 @@ def required_access(method: str, params: Mapping[str, Any]) -> Access:
         return Access.ADMIN
     if method == "memory.cost.report" and not (params.get("agent_id") or params.get("task_id")):
         return Access.ADMIN  # the whole month, everyone's
+    if method == STORE_BATCH:
+        return _store_access(_members(params, "ops"))
     return Access.READ if method in READ_METHODS else Access.WRITE
+
+
+def _store_access(ops: Sequence[Mapping[str, Any]]) -> Access:
+    """Admin when an op names no scope id (it reaches every scope's items), else write when
+    an op puts, else read."""
+    if any(not any(isinstance(op.get(f), str) for f in SCOPE_FIELDS) for op in ops):
+        return Access.ADMIN
+    return Access.WRITE if any(op.get("op") == "put" for op in ops) else Access.READ
 
 
 def authorize(key: ApiKey, method: str, params: Any) -> None:

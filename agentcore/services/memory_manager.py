@@ -277,6 +277,19 @@ class MemoryManager:
         prime_ranking_soon([updated.content])
         return updated
 
+    async def extend_expiry(self, expiries: Mapping[str, datetime]) -> list[Memory]:
+        """Move each memory's expiry to the given time (a TTL refreshed by a read: no history
+        event); the vector payload follows. Memories gone meanwhile are left out."""
+        moved: list[tuple[int, Memory]] = []
+        async with self._uow_factory() as uow:
+            for memory in await uow.memories.get_many(list(expiries)):
+                memory.expires_at = expiries[memory.id]
+                await uow.memories.update(memory)
+                moved.append((await uow.outbox.add(memory.id, UPSERT), memory))
+            await uow.commit()
+        self._indexer.submit(moved)
+        return [memory for _, memory in moved]
+
     async def reweigh(
         self,
         memory_ids: Sequence[str],

@@ -166,6 +166,18 @@ class ListQuery:
 
 
 @dataclass(frozen=True, slots=True)
+class ItemQuery:
+    """Namespaced items (``agentcore.domain.namespaces``): the live memories of ``scope_keys``
+    (None: of every scope) that satisfy ``where``, most recently updated first."""
+
+    scope_keys: Sequence[str] | None
+    where: Filter
+    alive_at: datetime
+    limit: int
+    offset: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class Access:
     """Retrievals of one memory: how many, and the time of the last."""
 
@@ -260,6 +272,15 @@ class MemoryRepository(Protocol):
     async def session_writers(self, session_id: str) -> list[tuple[str, str | None]]:
         """Each distinct (scope key, agent id) of the session's memories (not compacted): the
         scopes its agents, users and tasks wrote in, and who."""
+        ...
+
+    async def items(self, query: ItemQuery) -> list[Memory]:
+        """One page of ``query``'s items, skipping ``offset``."""
+        ...
+
+    async def item_namespaces(self, query: ItemQuery) -> list[tuple[str, str]]:
+        """The distinct (scope key, namespace) of ``query``'s items (``limit``, ``offset``
+        ignored)."""
         ...
 
     async def search_keys(

@@ -62,6 +62,7 @@ class SearchQuery:
     scope: ScopeIds
     layers: Sequence[str] | None = None
     scopes: Sequence[str] | None = None
+    scope_keys: Sequence[str] | None = None  # exactly these scopes (replaces ``scopes``)
     limit: int = 10
     threshold: float | None = None
     tags: Sequence[str] | None = None
@@ -201,7 +202,10 @@ class EnhancedRetrieval:
         self, q: SearchQuery, now: datetime
     ) -> tuple[list[str], list[Layer], VectorFilter]:
         """The scope keys and layers ``q`` searches, and the filter of its candidates."""
-        keys = visible_scope_keys(q.scope, q.scopes)
+        if q.scope_keys is not None:
+            keys = list(q.scope_keys)
+        else:
+            keys = visible_scope_keys(q.scope, q.scopes)
         layers = list(STORED_LAYERS) if q.layers is None else [parse_layer(v) for v in q.layers]
         where = q.row_filter()
         if q.session_wide:

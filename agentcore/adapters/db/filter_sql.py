@@ -156,6 +156,13 @@ def _compare(left: ColumnElement[Any], op: Op, right: object) -> Sql:
     raise ValueError(f"not a comparison: {op}")
 
 
+def metadata_text(dialect: str, table: FromClause, key: str) -> ColumnElement[str]:
+    """The text of the top-level metadata value ``key`` (NULL when missing)."""
+    if dialect == "postgresql":
+        return type_coerce(table.c.metadata, JSONB).op("->>", return_type=Text)(_text(key))
+    return func.json_extract(table.c.metadata, literal("$." + json.dumps(key), Text))
+
+
 class _SqliteValue:
     """A metadata value in SQLite: ``json_type`` tells its JSON type (NULL when missing)."""
 

@@ -29,7 +29,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agentcore.adapters.db.dialect import chunks, insert_ignoring_conflicts_of, upsert
-from agentcore.adapters.db.filter_sql import filter_sql
+from agentcore.adapters.db.filter_sql import filter_sql, metadata_text
 from agentcore.adapters.db.lexical.writer import LexicalWriter
 from agentcore.adapters.db.memory_rows import (
     MEMORIES,
@@ -47,7 +47,7 @@ from agentcore.adapters.db.types import UTCDateTime
 from agentcore.domain.errors import Conflict, MemoryNotFound
 from agentcore.domain.filters import Filter
 from agentcore.domain.models import EventKind, Layer, Memory, MemoryEvent, ScopeLevel
-from agentcore.services.ports import Access, ListQuery
+from agentcore.services.ports import Access, ItemQuery, ListQuery
 
 _HISTORY = cast(Table, MemoryHistoryRow.__table__)
 _SETTINGS = cast(Table, StoreSettingRow.__table__)
@@ -216,6 +216,32 @@ class SqlMemoryRepository:
             .order_by(MemoryRow.scope_key, MemoryRow.agent_id)
         )
         return [(key, agent) for key, agent in (await self._session.execute(stmt)).all()]
+
+    async def items(self, query: ItemQuery) -> list[Memory]:
+        stmt = (
+            select_memories()
+            .where(*self._item_filters(query))
+            .order_by(MEMORIES.c.updated_at.desc(), MEMORIES.c.id.desc())
+            .offset(max(query.offset, 0))
+            .limit(max(query.limit, 0))
+        )
+        return [memory_from_row(row) for row in (await self._session.execute(stmt)).mappings()]
+
+    async def item_namespaces(self, query: ItemQuery) -> list[tuple[str, str]]:
+        namespace = metadata_text(self._dialect, MEMORIES, "namespace")
+        stmt = select(MEMORIES.c.scope_key, namespace).where(*self._item_filters(query)).distinct()
+        return [(key, ns) for key, ns in (await self._session.execute(stmt)).tuples()]
+
+    def _item_filters(self, query: ItemQuery) -> list[ColumnElement[bool]]:
+        conditions = [
+            MEMORIES.c.key.is_not(None),
+            MEMORIES.c.compacted_into_id.is_(None),
+            or_(MEMORIES.c.expires_at.is_(None), MEMORIES.c.expires_at > query.alive_at),
+            filter_sql(self._dialect, MEMORIES, query.where),
+        ]
+        if query.scope_keys is not None:
+            conditions.append(MEMORIES.c.scope_key.in_(list(query.scope_keys)))
+        return conditions
 
     async def search_keys(
         self, scope_key: str, needle: str, now: datetime, limit: int
