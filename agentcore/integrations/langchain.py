@@ -13,10 +13,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, Field
 
 from agentcore.client import AsyncMemoryClient, MemoryClient
 from agentcore.client.protocol import DEFAULT_URL
@@ -62,8 +62,6 @@ class AgentCoreRetriever(BaseRetriever):
     (``user_id``, ``agent_id``, ``session_id``, …); ``layers``, ``filter`` (mem0's grammar, as
     ``memory.search`` takes it), ``threshold`` and ``current_stage`` narrow and steer it."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
     url: str = DEFAULT_URL
     api_key: str | None = None
     scope: dict[str, str]
@@ -73,8 +71,6 @@ class AgentCoreRetriever(BaseRetriever):
     threshold: float | None = None
     current_stage: str | None = None
     timeout: float = 30.0
-    _sync: MemoryClient | None = PrivateAttr(default=None)
-    _async: AsyncMemoryClient | None = PrivateAttr(default=None)
 
     def _params(self) -> Json:
         params: Json = {**self.scope, "limit": self.k}
@@ -83,20 +79,21 @@ class AgentCoreRetriever(BaseRetriever):
                 params[name] = value
         return params
 
+    # A client per call: a retriever has no close, and a call is one request.
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun
     ) -> list[Document]:
-        if self._sync is None:
-            self._sync = MemoryClient(self.url, api_key=self.api_key, timeout=self.timeout)
-        found = self._sync.search(query, **self._params())
+        with MemoryClient(self.url, api_key=self.api_key, timeout=self.timeout) as client:
+            found = client.search(query, **self._params())
         return [_document(hit) for hit in found["results"]]
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
     ) -> list[Document]:
-        if self._async is None:
-            self._async = AsyncMemoryClient(self.url, api_key=self.api_key, timeout=self.timeout)
-        found = await self._async.search(query, **self._params())
+        async with AsyncMemoryClient(
+            self.url, api_key=self.api_key, timeout=self.timeout
+        ) as client:
+            found = await client.search(query, **self._params())
         return [_document(hit) for hit in found["results"]]
 
 
@@ -143,72 +140,57 @@ def memory_tools(
     """The memory operations of ``scope`` as LangChain tools (module doc). Each answers the
     model with text and keeps the service's result as the tool message's artifact."""
     ids = dict(scope)
-    sync = MemoryClient(url, api_key=api_key, timeout=timeout)
-    clients: dict[str, AsyncMemoryClient] = {}
 
-    def aclient() -> AsyncMemoryClient:
-        if "client" not in clients:
-            clients["client"] = AsyncMemoryClient(url, api_key=api_key, timeout=timeout)
-        return clients["client"]
+    def tool(
+        name: str,
+        description: str,
+        schema: type[BaseModel],
+        method: str,
+        reply: Callable[[Json], str],
+    ) -> BaseTool:
+        # A client per call (a tool has no close); the arguments are the schema's, checked.
+        def run(**args: Any) -> tuple[str, Json]:
+            with MemoryClient(url, api_key=api_key, timeout=timeout) as client:
+                found = client.call(method, **args, **ids)
+            return reply(found), found
 
-    def add(
-        content: str, layer: str = "semantic", tags: Sequence[str] = (), critical: bool = False
-    ) -> tuple[str, Json]:
-        found = sync.add(content, layer=layer, tags=list(tags), critical=critical, **ids)
-        return f"Stored memory {found['memory_id']}.", found
+        async def arun(**args: Any) -> tuple[str, Json]:
+            async with AsyncMemoryClient(url, api_key=api_key, timeout=timeout) as client:
+                found = await client.call(method, **args, **ids)
+            return reply(found), found
 
-    async def aadd(
-        content: str, layer: str = "semantic", tags: Sequence[str] = (), critical: bool = False
-    ) -> tuple[str, Json]:
-        found = await aclient().add(content, layer=layer, tags=list(tags), critical=critical, **ids)
-        return f"Stored memory {found['memory_id']}.", found
-
-    def search(query: str, limit: int = 5, layers: list[str] | None = None) -> tuple[str, Json]:
-        extra = {} if layers is None else {"layers": layers}
-        found = sync.search(query, limit=limit, **extra, **ids)
-        return _lines(found), found
-
-    async def asearch(
-        query: str, limit: int = 5, layers: list[str] | None = None
-    ) -> tuple[str, Json]:
-        extra = {} if layers is None else {"layers": layers}
-        found = await aclient().search(query, limit=limit, **extra, **ids)
-        return _lines(found), found
-
-    def context(query: str, max_tokens: int = 1000) -> tuple[str, Json]:
-        found = sync.context(max_tokens, query=query, **ids)
-        return found["text"] or "Nothing remembered yet.", found
-
-    async def acontext(query: str, max_tokens: int = 1000) -> tuple[str, Json]:
-        found = await aclient().context(max_tokens, query=query, **ids)
-        return found["text"] or "Nothing remembered yet.", found
+        return StructuredTool.from_function(
+            run,
+            arun,
+            name=name,
+            description=description,
+            args_schema=schema,
+            response_format="content_and_artifact",
+        )
 
     made = {
-        "add": StructuredTool.from_function(
-            add,
-            aadd,
-            name="add_memory",
-            description="Remember a fact, event or procedure for later conversations.",
-            args_schema=AddMemory,
-            response_format="content_and_artifact",
+        "add": lambda: tool(
+            "add_memory",
+            "Remember a fact, event or procedure for later conversations.",
+            AddMemory,
+            "memory.add",
+            lambda found: f"Stored memory {found['memory_id']}.",
         ),
-        "search": StructuredTool.from_function(
-            search,
-            asearch,
-            name="search_memory",
-            description="Search long-term memory: the memories most relevant to a query, "
-            "best first, with their ids.",
-            args_schema=SearchMemory,
-            response_format="content_and_artifact",
+        "search": lambda: tool(
+            "search_memory",
+            "Search long-term memory: the memories most relevant to a query, best first, "
+            "with their ids.",
+            SearchMemory,
+            "memory.search",
+            _lines,
         ),
-        "context": StructuredTool.from_function(
-            context,
-            acontext,
-            name="memory_context",
-            description="Everything remembered that matters for a task, as one block: "
-            "critical facts, relevant memories, procedures and lessons from errors.",
-            args_schema=MemoryContext,
-            response_format="content_and_artifact",
+        "context": lambda: tool(
+            "memory_context",
+            "Everything remembered that matters for a task, as one block: critical facts, "
+            "relevant memories, procedures and lessons from errors.",
+            MemoryContext,
+            "memory.context",
+            lambda found: found["text"] or "Nothing remembered yet.",
         ),
     }
-    return [made[name] for name in include]
+    return [made[name]() for name in include]

@@ -5,12 +5,16 @@ succeeds, and every method of ``rpc.discover`` has a line. Every other JSON-RPC 
 shows (a curl body, a ``{"method": ...}`` line) is one the service accepts: it may name data the
 store lacks, never a method it lacks or params it refuses (but for the values it elides with
 "…", which only say that an id or cursor goes there). The README's quickstart runs top to
-bottom on a real server in ``test_quickstart.py``."""
+bottom on a real server in ``test_quickstart.py``; the Python examples of the integrations page
+run as programs against a real server here."""
 
 from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +22,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from tests.e2e.test_rpc_api import result, rpc
+from tests.server_process import Server
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -122,3 +127,37 @@ def test_every_request_a_page_shows_is_accepted(
     if error.get("code") == "INVALID_PARAMS" and wrong and wrong <= elided:
         return  # only a value the page elides was refused
     assert error.get("code") not in REFUSED, (page, reply)
+
+
+PYTHON_PAGES = [ROOT / "docs" / "integrations.md"]  # pages whose Python examples run as shown
+DOC_URL = "http://127.0.0.1:8080"
+
+
+def _python_examples() -> list[tuple[str, str]]:
+    return [
+        (f"{page.name}:{n}", block)
+        for page in PYTHON_PAGES
+        for n, block in enumerate(
+            re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), re.DOTALL)
+        )
+    ]
+
+
+@pytest.fixture(scope="module")
+def serving(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    server = Server(tmp_path_factory.mktemp("data"))
+    server.start(timeout=120)
+    yield server
+    server.stop()
+
+
+@pytest.mark.parametrize(("where", "code"), _python_examples(), ids=lambda v: v[:40])
+def test_python_examples_run_as_shown(serving: Server, where: str, code: str) -> None:
+    """Each Python example of the pages, run as a program against a real server (its address
+    in place of the page's)."""
+    assert DOC_URL in code, f"{where} does not talk to {DOC_URL}"
+    program = code.replace(DOC_URL, serving.base)
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=300, cwd=ROOT
+    )
+    assert done.returncode == 0, (where, done.stdout[-2000:], done.stderr[-4000:])

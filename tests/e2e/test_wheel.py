@@ -121,6 +121,18 @@ def test_a_wheel_installed_in_a_fresh_venv_serves(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     assert where.startswith(str(venv)), where
+    for extra, package in (("langgraph", "langgraph"), ("langchain", "langchain_core")):
+        # The plain install pulls no framework; an integration says which extra it needs.
+        probe = f"import importlib.util; print(importlib.util.find_spec({package!r}))"
+        assert run(venv / "bin" / "python", "-I", "-c", probe, cwd=tmp_path).strip() == "None"
+        refused = subprocess.run(
+            [venv / "bin" / "python", "-I", "-c", f"import agentcore.integrations.{extra}"],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            timeout=120,
+        )
+        assert f"pip install 'agentcore-memory[{extra}]'" in refused.stderr, refused.stderr
 
     server = Server(tmp_path / "data", command=[str(venv / "bin" / "agentcore")], cwd=tmp_path)
     server.start(timeout=120)

@@ -86,6 +86,9 @@ def test_keys_are_found_by_their_hash() -> None:
         (TASKS, "memory.stage.get", {"stage_id": "s", "task_id": "alice-42", "user_id": "alice"}),
         (ADMIN, "memory.clear", {"layer": "episodic", "user_id": "bob"}),
         (ADMIN, "memory.cost.report", {}),
+        (READER, "memory.store.batch", {"ops": [{"op": "get", "user_id": "alice"}]}),
+        (ALICE, "memory.store.batch", {"ops": [{"op": "put", "user_id": "alice"}]}),
+        (ADMIN, "memory.store.batch", {"ops": [{"op": "search", "namespace_prefix": []}]}),
     ],
 )
 def test_allowed_calls(key: ApiKey, method: str, params: dict[str, Any]) -> None:
@@ -108,6 +111,15 @@ def test_allowed_calls(key: ApiKey, method: str, params: dict[str, Any]) -> None
         (TASKS, "memory.stage.start", {"task_id": "bob-1", "user_id": "alice"}, "bob-1"),
         (TASKS, "memory.stage.get", {"stage_id": "s", "user_id": "alice"}, "task_id"),
         (ALICE, "memory.stage.current", {"task_id": "t", "user_id": "alice"}, "task_id"),
+        (READER, "memory.store.batch", {"ops": [{"op": "put", "user_id": "alice"}]}, "read acc"),
+        (ALICE, "memory.store.batch", {"ops": [{"op": "get", "user_id": "bob"}]}, "bob"),
+        (ALICE, "memory.store.batch", {"ops": [{"op": "search"}]}, "needs admin"),
+        (
+            ALICE,
+            "memory.store.batch",
+            {"ops": [{"op": "get", "user_id": "alice"}, {"op": "list_namespaces"}]},
+            "needs admin",
+        ),
     ],
 )
 def test_forbidden_calls(key: ApiKey, method: str, params: dict[str, Any], reason: str) -> None:

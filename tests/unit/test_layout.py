@@ -11,13 +11,15 @@ import agentcore
 PACKAGE = Path(agentcore.__file__).parent
 
 # What each layer may import from the project (besides itself, config and logs). The MCP
-# face may forward to a running service through the client; the client stands alone.
+# face may forward to a running service through the client; the client stands alone; the
+# frameworks' integrations are clients of a running service and reach it only through it.
 INWARD = {
     "domain": set(),
     "services": {"domain"},
     "adapters": {"domain", "services"},
     "api": {"domain", "services", "bootstrap", "client"},
     "client": set(),
+    "integrations": {"client"},
 }
 
 
