@@ -238,6 +238,11 @@ class MemoryManager:
         async with self._uow_factory(read_only=True) as uow:
             return await uow.memories.get_many(memory_ids)
 
+    async def held_keys(self, keys: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
+        """Those of the (scope key, memory key) pairs a stored memory holds."""
+        async with self._uow_factory(read_only=True) as uow:
+            return {pair for pair in keys if await uow.memories.get_by_key(*pair) is not None}
+
     async def in_session(self, session_id: str, levels: Sequence[ScopeLevel]) -> list[Memory]:
         """The live memories of a session at ``levels``, oldest first."""
         now = self._clock()

@@ -72,3 +72,19 @@ def test_import_refuses_foreign_records_and_stores_nothing(backends: TestClient)
     report = result(backends, "memory.import", records=[expired], user_id="tr-owner")
     assert report["expired"] == ["x2"]
     assert result(backends, "memory.list", user_id="tr-owner")["total_count"] == 0
+
+
+def test_a_keyed_record_whose_key_the_scope_holds_is_skipped(backends: TestClient) -> None:
+    """Values and store items keep their key: importing a scope's export into it again, or a
+    record for a key set since, keeps the value there and imports the rest."""
+    scope = {"user_id": "tr-keys"}
+    result(backends, "memory.put", key="theme", value={"mode": "dark"}, **scope)
+    op = {"op": "put", "namespace": ["prefs"], "key": "lang", "value": {"v": "pt"}, **scope}
+    result(backends, "memory.store.batch", ops=[op])
+    result(backends, "memory.add", content="Plain memory of the keyed scope.", **scope)
+    records = result(backends, "memory.export", **scope)["records"]
+    assert len(records) == 3
+    done = result(backends, "memory.import", records=records, **scope)
+    assert (len(done["imported"]), len(done["skipped"])) == (1, 2)  # the plain one: a copy
+    value = result(backends, "memory.get_value", key="theme", **scope)
+    assert value["value"] == {"mode": "dark"}

@@ -230,7 +230,7 @@ class SqlMemoryRepository:
     async def item_namespaces(self, query: ItemQuery) -> list[tuple[str, str]]:
         namespace = metadata_text(self._dialect, MEMORIES, "namespace")
         stmt = select(MEMORIES.c.scope_key, namespace).where(*self._item_filters(query)).distinct()
-        return [(key, ns) for key, ns in (await self._session.execute(stmt)).tuples()]
+        return [(str(key), str(ns)) for key, ns in await self._session.execute(stmt)]
 
     def _item_filters(self, query: ItemQuery) -> list[ColumnElement[bool]]:
         conditions = [

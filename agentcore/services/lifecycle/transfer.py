@@ -9,7 +9,9 @@ Import writes records into the caller's scope: every scope id a record names mus
 call names with the same value (``FORBIDDEN`` otherwise: a record of another user is not
 taken into this one), and the record's level must be visible to the call. The new memory's id
 is derived from the scope and the original id, so importing the same records twice keeps one
-copy (those already there are counted as ``skipped``). Content is embedded again by the
+copy (those already there are counted as ``skipped``); a keyed record whose key the scope
+already holds (a value, a store item: exported from this scope, or set since) is ``skipped``
+too, the value there kept. Content is embedded again by the
 embedder in use. A batch is stored all or none.
 """
 
@@ -24,7 +26,7 @@ from typing import Any
 from agentcore.domain.clock import Clock
 from agentcore.domain.errors import Forbidden, InvalidParams
 from agentcore.domain.filters import Filter
-from agentcore.domain.models import Memory, ScopeIds, ScopeLevel
+from agentcore.domain.models import Memory, ScopeIds, ScopeLevel, scope_key
 from agentcore.domain.records import NewMemory
 from agentcore.domain.scopes import owning_level
 from agentcore.services.memory_manager import ListRequest, MemoryManager, Page
@@ -36,7 +38,7 @@ _NAMESPACE = uuid.UUID("6f1c1c8e-3a57-4a3f-9d5e-5f0e8f2b7c11")  # ids of importe
 @dataclass(frozen=True, slots=True)
 class ImportReport:
     imported: list[str]  # ids of the memories written
-    skipped: list[str]  # original ids already imported into this scope
+    skipped: list[str]  # original ids already imported, or whose key the scope holds
     expired: list[str]  # original ids whose expiry has passed: not imported
 
 
@@ -110,11 +112,12 @@ class TransferService:
         """Store the records in ``scope`` (module doc); all or none."""
         news = [self._new(record, scope, n) for n, record in enumerate(records)]
         existing = {m.id for m in await self._memory.existing([n.id or "" for n in news])}
+        held = await self._memory.held_keys([k for n in news if (k := _keyed(n)) is not None])
         now = self._clock()
         report = ImportReport([], [], [])
         fresh = []
         for record, new in zip(records, news, strict=True):
-            if new.id in existing:
+            if new.id in existing or _keyed(new) in held:
                 report.skipped.append(str(record["original_id"]))
             elif new.expires_at is not None and new.expires_at <= now:
                 report.expired.append(str(record["original_id"]))
@@ -163,6 +166,14 @@ class TransferService:
             created_in_session_id=record.get("created_in_session_id"),
             created_at=_time(record.get("created_at")),
         )
+
+
+def _keyed(new: NewMemory) -> tuple[str, str] | None:
+    """The (scope key, key) a keyed record takes; None for a record without a key."""
+    if new.key is None:
+        return None
+    level = owning_level(new.scope, new.scope_level)
+    return scope_key(level, new.scope.present()[level]), new.key
 
 
 def _time(value: object) -> datetime | None:
