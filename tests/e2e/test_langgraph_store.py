@@ -174,6 +174,15 @@ def test_namespace_validation(store: AgentCoreStore, service: Service) -> None:
         with pytest.raises(RpcError) as refused:
             client.store_batch([{"op": "put", "namespace": ["x"], "key": "k", "value": {}}])
         assert refused.value.code == "MISSING_IDENTIFIER"
+        # Every op is checked before any runs: a bad one changes nothing.
+        good = {"op": "put", "project_id": "p", "namespace": ["ok"], "key": "k", "value": {}}
+        bad = {"op": "search", "project_id": "p", "filter": {"n": [1]}}
+        with pytest.raises(RpcError) as refused:
+            client.store_batch([good, bad])
+        assert refused.value.code == "INVALID_PARAMS"
+        assert refused.value.data["errors"][0]["field"] == "ops.1.filter.n"
+        got = {"op": "get", "project_id": "p", "namespace": ["ok"], "key": "k"}
+        assert client.store_batch([got])["results"] == [None]
         long_key = {"op": "put", "project_id": "p", "namespace": ["n"] * 30, "key": "k" * 200}
         with pytest.raises(RpcError) as refused:
             client.store_batch([{**long_key, "value": {}}])

@@ -1,5 +1,6 @@
 """``memory.store.batch``: LangGraph's store operations (get, put, search, list_namespaces) on
-namespaced items (``agentcore.services.namespaced``), run in order, one result each.
+namespaced items (``agentcore.services.namespaced``), each checked before any runs (a bad op
+changes nothing), then run in order, one result each.
 
 Each operation names the scope its items live in, as every scoped call does; a search or a
 namespace listing that names none reaches every scope's items and needs an admin key
@@ -8,6 +9,7 @@ namespace listing that names none reaches every scope's items and needs an admin
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -15,7 +17,15 @@ from pydantic import BaseModel, Field, JsonValue, StringConstraints
 
 from agentcore.api.params import Params, ScopeParams
 from agentcore.api.rpc import RpcMethod
-from agentcore.domain.namespaces import MAX_DEPTH, Match, check_labels, check_ttl, value_filter
+from agentcore.domain.errors import AgentCoreError, InvalidParams, InvalidScope, MissingIdentifier
+from agentcore.domain.namespaces import (
+    MAX_DEPTH,
+    Match,
+    check_labels,
+    check_ttl,
+    stored_key,
+    value_filter,
+)
 from agentcore.services.namespaced import Item, ItemScope, NamespacedItems, Put, Search
 
 Label = Annotated[str, StringConstraints(min_length=1, max_length=255)]
@@ -124,13 +134,23 @@ class BatchResult(BaseModel):
     )
 
 
+Run = Callable[[], Awaitable[OpResult]]
+
+
 def store_methods(items: NamespacedItems) -> list[RpcMethod]:
-    async def run(op: GetOp | PutOp | SearchOp | ListNamespacesOp) -> OpResult:
+    def prepare(op: GetOp | PutOp | SearchOp | ListNamespacesOp) -> Run:
+        """The op, checked whole (labels, key length, filter, TTL, scope), ready to run."""
         scope = op.item_scope()
         if isinstance(op, GetOp):
             ns = check_labels(op.namespace, "namespace")
-            found = await items.get(scope, ns, op.key, op.refresh_ttl)
-            return None if found is None else ItemOut.of(found)
+            stored_key(ns, op.key)
+            scope.key()
+
+            async def get() -> OpResult:
+                found = await items.get(scope, ns, op.key, op.refresh_ttl)
+                return None if found is None else ItemOut.of(found)
+
+            return get
         if isinstance(op, PutOp):
             put = Put(
                 namespace=check_labels(op.namespace, "namespace"),
@@ -140,8 +160,14 @@ def store_methods(items: NamespacedItems) -> list[RpcMethod]:
                 indexed=op.index,
                 ttl=check_ttl(op.ttl),
             )
-            await items.put(scope, put)
-            return None
+            stored_key(put.namespace, put.key)
+            scope.key()
+
+            async def write() -> OpResult:
+                await items.put(scope, put)
+                return None
+
+            return write
         if isinstance(op, SearchOp):
             search = Search(
                 prefix=check_labels(op.namespace_prefix, "namespace_prefix"),
@@ -152,17 +178,34 @@ def store_methods(items: NamespacedItems) -> list[RpcMethod]:
                 refresh_ttl=op.refresh_ttl,
                 explain=op.explain,
             )
-            return [ItemOut.of(found) for found in await items.search(scope, search)]
+            scope.keys()
+
+            async def find() -> OpResult:
+                return [ItemOut.of(found) for found in await items.search(scope, search)]
+
+            return find
         matches = []
         if op.prefix:
             matches.append(Match("prefix", check_labels(op.prefix, "prefix", wildcards=True)))
         if op.suffix:
             matches.append(Match("suffix", check_labels(op.suffix, "suffix", wildcards=True)))
-        found_ns = await items.namespaces(scope, matches, op.max_depth, op.limit, op.offset)
-        return [list(ns) for ns in found_ns]
+        scope.keys()
+
+        async def listing() -> OpResult:
+            found = await items.namespaces(scope, matches, op.max_depth, op.limit, op.offset)
+            return [list(ns) for ns in found]
+
+        return listing
 
     async def batch(a: BatchParams) -> BatchResult:
-        return BatchResult(results=[await run(op) for op in a.ops])
+        # Every op is checked before any runs: a bad one changes nothing.
+        runs = []
+        for n, op in enumerate(a.ops):
+            try:
+                runs.append(prepare(op))
+            except (InvalidParams, InvalidScope, MissingIdentifier) as exc:
+                raise _in_op(exc, n) from None
+        return BatchResult(results=[await run() for run in runs])
 
     return [
         RpcMethod(
@@ -174,3 +217,13 @@ def store_methods(items: NamespacedItems) -> list[RpcMethod]:
             "list_namespaces), in order.",
         )
     ]
+
+
+def _in_op(exc: AgentCoreError, n: int) -> AgentCoreError:
+    """``exc`` saying which op it is about (its fields as ``ops.<n>.<field>``)."""
+    details = dict(exc.details)
+    if isinstance(details.get("errors"), list):
+        details["errors"] = [
+            {**e, "field": f"ops.{n}.{e.get('field', '')}"} for e in details["errors"]
+        ]
+    return type(exc)(f"ops.{n}: {exc.message}", **details)
