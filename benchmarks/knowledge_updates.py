@@ -15,6 +15,11 @@ second, each a memory.add in that order; then, as soon as the last add has answe
   the first superseded; "first in top 3" when the first still ranks in the top 3 for its
   question.
 - wrong supersession of a distractor (someone else's value, small talk) is counted in both.
+- with --unrelated, each first-person update case also runs as an "unrelated-newer" case:
+  its old statement, then a newer first-person statement about something else (another
+  case's old statement, of another attribute and domain; fixed seed), asked its question:
+  "answer at rank 1" when the old statement still ranks first, "newer one above it" when the
+  unrelated statement outranks it.
 
 Sets (benchmarks/data/): a = knowledge_updates.json, b = knowledge_updates_b.json, c, d and e =
 knowledge_updates_{c,d,e}.json; b to e were each written by someone who had seen neither the
@@ -22,14 +27,17 @@ method nor the sets before it, and run once as held-out data before joining the 
 data (docs/benchmarks.md: Knowledge updates). --in-flight N runs N cases at once.
 
     .venv/bin/python benchmarks/knowledge_updates.py [--sets a b c d e] [--data FILE.json]
-        [--mode embedded|production] [--wait 0] [--in-flight 1] [--verbose] [--json]
+        [--mode embedded|production] [--wait 0] [--in-flight 1] [--unrelated] [--verbose]
+        [--json]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
+import random
 import statistics
 import sys
 import tempfile
@@ -53,6 +61,7 @@ SETS = {
     "e": DATA / "knowledge_updates_e.json",
 }
 KINDS = ("update", "coexist")
+UNRELATED = "unrelated"  # made from the update cases (``unrelated_cases``)
 LIMIT = 10
 TOP = 3  # a coexisting first statement should stay in the top 3
 
@@ -116,6 +125,27 @@ def read_cases(path: Path, name: str) -> list[Case]:
     return out
 
 
+def unrelated_cases(cases: Sequence[Case], seed: int = 7) -> list[Case]:
+    """For each first-person update case: its old statement, then a newer first-person
+    statement about something else (the old statement of a case of another attribute and
+    domain), asked the case's question. The old statement still answers it; the newer one
+    must not rank above it."""
+    mine = [c for c in cases if c.kind == "update" and c.person == "first"]
+    rng = random.Random(seed)
+    made = []
+    for case in mine:
+        others = [
+            o
+            for o in mine
+            if o.attribute != case.attribute and (o.domain != case.domain or not case.domain)
+        ]
+        other = rng.choice(others)
+        made.append(
+            dataclasses.replace(case, id=f"{case.id}-u", kind=UNRELATED, second=other.first)
+        )
+    return made
+
+
 class Caller:
     def __init__(self, port: int) -> None:
         self.connection = RpcConnection("127.0.0.1", port)
@@ -171,7 +201,15 @@ def summarize(outcomes: Sequence[Outcome]) -> dict[str, Any]:
     false_sup = sum(1 for o in coexist if o.first_superseded)
     kept = sum(1 for o in coexist if 0 < o.first_rank <= TOP)
     wrong_distractor = sum(1 for o in outcomes if o.distractors_superseded)
+    unrelated = [o for o in outcomes if o.case.kind == UNRELATED]
+    answer_first = sum(1 for o in unrelated if o.first_rank == 1)
+    passed = sum(
+        1 for o in unrelated if o.second_rank and (not o.first_rank or o.second_rank < o.first_rank)
+    )
     return {
+        "unrelated_cases": len(unrelated),
+        "unrelated_answer_at_1_pct": pct(answer_first, len(unrelated)),
+        "unrelated_newer_above_pct": pct(passed, len(unrelated)),
         "update_cases": len(updates),
         "current_at_1_pct": pct(current, len(updates)),
         "stale_at_1_pct": pct(stale, len(updates)),
@@ -186,6 +224,8 @@ def summarize(outcomes: Sequence[Outcome]) -> dict[str, Any]:
             "marked_superseded": marked,
             "false_supersession": false_sup,
             "coexist_first_top3": kept,
+            "unrelated_answer_at_1": answer_first,
+            "unrelated_newer_above": passed,
         },
         "update_current_at_1_by_phrasing": by_group(
             updates, lambda o: o.case.phrasing, lambda o: o.second_rank == 1
@@ -237,6 +277,8 @@ def failures(outcomes: Sequence[Outcome]) -> list[str]:
             problems = [] if o.second_rank == 1 else ["not current"]
             if not o.first_superseded:
                 problems.append("not marked")
+        elif c.kind == UNRELATED:
+            problems = [] if o.first_rank == 1 else [f"answer at {o.first_rank}"]
         else:
             problems = ["FALSE SUPERSESSION"] if o.first_superseded else []
             if not 0 < o.first_rank <= TOP:
@@ -268,6 +310,12 @@ def print_summary(name: str, s: dict[str, Any]) -> None:
         + line(f"first in top {TOP}", "coexist_first_top3", "  (coexist)")
         + f"  cases where a distractor was superseded: {s['cases_with_a_distractor_superseded']}"
     )
+    if s["unrelated_cases"]:
+        print(
+            f"  {s['unrelated_cases']} unrelated-newer cases\n"
+            + line("answer at rank 1", "unrelated_answer_at_1")
+            + line("newer one above it", "unrelated_newer_above")
+        )
     for label, key in (
         ("update current@1 by phrasing", "update_current_at_1_by_phrasing"),
         ("update marked by phrasing", "update_marked_superseded_by_phrasing"),
@@ -332,12 +380,17 @@ def main() -> None:
     parser.add_argument("--mode", choices=("embedded", "production"), default="embedded")
     parser.add_argument("--wait", type=float, default=0.0, help="seconds before each search")
     parser.add_argument("--in-flight", type=int, default=1, help="cases run at once")
+    parser.add_argument(
+        "--unrelated", action="store_true", help="also the unrelated-newer cases (module doc)"
+    )
     parser.add_argument("--verbose", action="store_true", help="list the failing cases")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     args = parser.parse_args()
     names = args.sets if args.sets is not None else [n for n, p in SETS.items() if p.exists()]
     sources = [(name, SETS[name]) for name in names] + [(p.stem, p) for p in args.data]
     cases = [case for name, path in sources for case in read_cases(path, name)]
+    if args.unrelated:
+        cases += unrelated_cases(cases)
     outcomes, seconds = run(cases, args.mode, args.wait, args.in_flight)
     searches = [o.search_ms for o in outcomes]
     adds = [ms for o in outcomes for ms in o.add_ms]
