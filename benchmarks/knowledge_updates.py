@@ -40,7 +40,6 @@ import json
 import random
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -50,7 +49,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from rpc_client import RpcConnection
-from serving import drop_database, embedded_env, free_port, production_env, serve, wait_ready
+from serving import running
 
 DATA = Path(__file__).resolve().parent / "data"
 SETS = {
@@ -348,24 +347,10 @@ async def run_all(port: int, cases: Sequence[Case], wait: float, in_flight: int)
 def run(
     cases: Sequence[Case], mode: str, wait: float, in_flight: int
 ) -> tuple[list[Outcome], float]:
-    with tempfile.TemporaryDirectory() as data_dir:
-        database = None
-        if mode == "production":
-            env, database = production_env(data_dir)
-        else:
-            env = embedded_env(data_dir)
-        port = free_port()
-        server = serve(env, port)
-        try:
-            wait_ready(f"http://127.0.0.1:{port}")
-            started = time.perf_counter()
-            outcomes = asyncio.run(run_all(port, cases, wait, in_flight))
-            seconds = time.perf_counter() - started
-        finally:
-            server.terminate()
-            server.wait(timeout=60)
-            if database is not None:
-                drop_database(database)
+    with running(mode) as (port, _):
+        started = time.perf_counter()
+        outcomes = asyncio.run(run_all(port, cases, wait, in_flight))
+        seconds = time.perf_counter() - started
     return outcomes, seconds
 
 

@@ -35,7 +35,6 @@ import json
 import secrets
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -50,15 +49,7 @@ from langgraph.store.memory import InMemoryStore
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from locomo_retrieval import CATEGORIES, DEFAULT, evidence, sessions, turn_content
-from serving import (
-    PG_ADMIN,
-    drop_database,
-    embedded_env,
-    free_port,
-    production_env,
-    serve,
-    wait_ready,
-)
+from serving import PG_ADMIN, running
 
 from agentcore.adapters.embedders import LocalE5Embedder
 from agentcore.client import MemoryClient
@@ -171,24 +162,10 @@ def load(store: BaseStore, items: list[Turn]) -> None:
 
 @contextmanager
 def agentcore_store(mode: str) -> Iterator[tuple[AgentCoreStore, Callable[[], None]]]:
-    with tempfile.TemporaryDirectory() as data_dir:
-        database = None
-        if mode == "production":
-            env, database = production_env(data_dir)
-        else:
-            env = embedded_env(data_dir)
-        port = free_port()
-        server = serve(env, port)
-        try:
-            base = f"http://127.0.0.1:{port}"
-            wait_ready(base)
-            with AgentCoreStore(base, user_label=1, index={"fields": FIELDS}) as store:
-                yield store, lambda: settle(base)
-        finally:
-            server.terminate()
-            server.wait(30)
-            if database is not None:
-                drop_database(database)
+    with running(mode) as (port, _):
+        base = f"http://127.0.0.1:{port}"
+        with AgentCoreStore(base, user_label=1, index={"fields": FIELDS}) as store:
+            yield store, lambda: settle(base)
 
 
 def settle(base: str) -> None:

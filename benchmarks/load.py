@@ -28,7 +28,6 @@ import os
 import platform
 import random
 import sys
-import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -40,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from rpc_client import RpcConnection
 from service_latency import ServerCpu, corpus, percentiles
-from serving import drop_database, embedded_env, free_port, production_env, serve, wait_ready
+from serving import running
 
 from agentcore.bootstrap import build_embedder
 from agentcore.config import Settings
@@ -195,23 +194,9 @@ def main() -> None:
     args = parser.parse_args()
     turns, questions = corpus()
     report: dict[str, Any] = {"mode": args.mode}
-    with tempfile.TemporaryDirectory() as data_dir:
-        port = free_port()
-        database = None
-        if args.mode == "production":
-            env, database = production_env(data_dir)
-        else:
-            env = embedded_env(data_dir)
-        server = serve(env, port)
-        try:
-            wait_ready(f"http://127.0.0.1:{port}")
-            run = drive("127.0.0.1", port, turns, questions, args, ServerCpu(server.pid))
-            report.update(uvloop.run(run))
-        finally:
-            server.terminate()
-            server.wait(timeout=60)
-            if database is not None:
-                drop_database(database)
+    with running(args.mode) as (port, server):
+        run = drive("127.0.0.1", port, turns, questions, args, ServerCpu(server.pid))
+        report.update(uvloop.run(run))
     report["floor"] = embedding_floor(turns)
     report["machine"] = (
         f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"

@@ -7,7 +7,10 @@ import secrets
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import httpx
 
@@ -73,3 +76,26 @@ def wait_ready(base: str, seconds: float = 120) -> None:
             pass
         time.sleep(0.3)
     raise SystemExit(f"{base} was not ready within {seconds:.0f} s")
+
+
+@contextmanager
+def running(mode: str) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
+    """``agentcore serve`` in a fresh data directory, on the embedded default or (``mode``
+    "production") a fresh PostgreSQL database and Redis: its port and process once it is
+    ready; stopped, and the database dropped, afterwards."""
+    with tempfile.TemporaryDirectory() as data_dir:
+        database = None
+        if mode == "production":
+            env, database = production_env(data_dir)
+        else:
+            env = embedded_env(data_dir)
+        port = free_port()
+        server = serve(env, port)
+        try:
+            wait_ready(f"http://127.0.0.1:{port}")
+            yield port, server
+        finally:
+            server.terminate()
+            server.wait(timeout=60)
+            if database is not None:
+                drop_database(database)

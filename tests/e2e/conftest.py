@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ from starlette.testclient import TestClient
 from agentcore.api.app import create_app
 from agentcore.config import Settings
 from tests.conftest import REDIS_SHIFT, empty_redis, migrate
+from tests.server_process import Server
 
 
 @pytest.fixture(scope="module")
@@ -49,3 +51,35 @@ def backends(
         yield client
     if request.param == "production":
         empty_redis(REDIS_DB)
+
+
+SERVED_REDIS_DB = 9 - REDIS_SHIFT  # the Redis database of ``served``'s production backend
+BOTH = [
+    "embedded",
+    pytest.param("production", marks=[pytest.mark.postgres, pytest.mark.redis]),
+]
+
+
+@contextmanager
+def served(
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    env: dict[str, str] | None = None,
+) -> Iterator[Server]:
+    """``agentcore serve`` in a process of its own on the backend ``request.param`` names
+    ("embedded", or "production": a fresh PostgreSQL database and Redis), ``env`` added."""
+    full = dict(env or {})
+    if request.param == "production":
+        full |= {
+            "DATABASE_URL": request.getfixturevalue("postgres_url"),
+            "REDIS_URL": empty_redis(SERVED_REDIS_DB),
+            "REDIS_MEMORY_DB": str(SERVED_REDIS_DB),
+        }
+    server = Server(tmp_path_factory.mktemp("data"), env=full)
+    server.start(timeout=120)
+    try:
+        yield server
+    finally:
+        server.stop()
+        if request.param == "production":
+            empty_redis(SERVED_REDIS_DB)

@@ -23,36 +23,16 @@ from pydantic import ValidationError
 from agentcore.client import MemoryClient
 from agentcore.integrations.langchain import AgentCoreRetriever, memory_tools
 from agentcore.integrations.langgraph import AgentCoreStore
-from tests.conftest import REDIS_SHIFT, empty_redis
+from tests.e2e.conftest import BOTH, served
 from tests.server_process import Server
 
-REDIS_DB = 9 - REDIS_SHIFT
 
-
-@pytest.fixture(
-    scope="module",
-    params=[
-        "embedded",
-        pytest.param("production", marks=[pytest.mark.postgres, pytest.mark.redis]),
-    ],
-)
+@pytest.fixture(scope="module", params=BOTH)
 def server(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Server]:
-    env = {}
-    if request.param == "production":
-        env = {
-            "DATABASE_URL": request.getfixturevalue("postgres_url"),
-            "REDIS_URL": empty_redis(REDIS_DB),
-            "REDIS_MEMORY_DB": str(REDIS_DB),
-            "AGENTCORE_ALLOW_OPEN": "true",
-        }
-    running = Server(tmp_path_factory.mktemp("data"), env=env)
-    running.start(timeout=120)
-    yield running
-    running.stop()
-    if request.param == "production":
-        empty_redis(REDIS_DB)
+    with served(request, tmp_path_factory, {"AGENTCORE_ALLOW_OPEN": "true"}) as running:
+        yield running
 
 
 @pytest.fixture

@@ -25,10 +25,8 @@ from langgraph.store.base import (
 
 from agentcore.client import MemoryClient, RpcError
 from agentcore.integrations.langgraph import AgentCoreStore, ScoredItem, readable
-from tests.conftest import REDIS_SHIFT, empty_redis
+from tests.e2e.conftest import BOTH, served
 from tests.server_process import Server
-
-REDIS_DB = 9 - REDIS_SHIFT
 
 
 def _key(keys_file: Path, key_id: str, access: str, *scopes: str) -> str:
@@ -48,13 +46,7 @@ class Service:
         return AgentCoreStore(self.server.base, api_key=self.keys[key], **kwargs)  # type: ignore[arg-type]
 
 
-@pytest.fixture(
-    scope="module",
-    params=[
-        "embedded",
-        pytest.param("production", marks=[pytest.mark.postgres, pytest.mark.redis]),
-    ],
-)
+@pytest.fixture(scope="module", params=BOTH)
 def service(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Service]:
@@ -65,18 +57,8 @@ def service(
         "alice-read": _key(keys_file, "alice-read", "read", "--user-id", "alice"),
     }
     env = {"AGENTCORE_API_KEYS_FILE": str(keys_file), "EXPIRY_SWEEP_SECONDS": "1"}
-    if request.param == "production":
-        env |= {
-            "DATABASE_URL": request.getfixturevalue("postgres_url"),
-            "REDIS_URL": empty_redis(REDIS_DB),
-            "REDIS_MEMORY_DB": str(REDIS_DB),
-        }
-    server = Server(tmp_path_factory.mktemp("data"), env=env)
-    server.start(timeout=120)
-    yield Service(server, keys)
-    server.stop()
-    if request.param == "production":
-        empty_redis(REDIS_DB)
+    with served(request, tmp_path_factory, env) as server:
+        yield Service(server, keys)
 
 
 _runs = iter(range(1_000_000))
