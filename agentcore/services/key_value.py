@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentcore.domain.clock import Clock
-from agentcore.domain.errors import Conflict, ContentTooLong, InvalidParams, MemoryNotFound
+from agentcore.domain.errors import ContentTooLong, InvalidParams, MemoryNotFound
 from agentcore.domain.models import Memory, ScopeIds
 from agentcore.domain.records import MemoryChanges, NewMemory
 from agentcore.domain.scopes import owning_level, visible_scope_keys
@@ -75,27 +75,19 @@ class KeyValueService:
         """Store ``value`` under ``key``; returns it and whether the key was new."""
         text = _encode(value)
         content = f"{key}: {text}"[: self._max_content]
-        for _ in range(2):  # a concurrent first put of the same key wins; then update it
-            current = await self._find(key, scope, scope_level)
-            if current is not None:
-                changes = MemoryChanges(content=content, metadata={"value": value}, tags=tags)
-                updated = await self._memory.update(current.id, scope, changes)
-                return KeyedValue(key, value, updated), False
-            new = NewMemory(
-                content=content,
-                scope=scope,
-                layer=layer or DEFAULT_LAYER,
-                scope_level=scope_level,
-                metadata={"value": value},
-                tags=tags,
-                key=key,
-                source="kv",
-            )
-            try:
-                return KeyedValue(key, value, await self._memory.add(new)), True
-            except Conflict:
-                continue
-        raise Conflict(f"key {key!r} is being written concurrently; retry")
+        new = NewMemory(
+            content=content,
+            scope=scope,
+            layer=layer or DEFAULT_LAYER,
+            scope_level=scope_level,
+            metadata={"value": value},
+            tags=tags,
+            key=key,
+            source="kv",
+        )
+        changes = MemoryChanges(content=content, metadata={"value": value}, tags=tags)
+        memory, created = await self._memory.put_keyed(new, changes)
+        return KeyedValue(key, value, memory), created
 
     async def get(self, key: str, scope: ScopeIds, scope_level: str | None = None) -> KeyedValue:
         memory = await self._find(key, scope, scope_level)

@@ -11,7 +11,7 @@ from enum import Enum
 from typing import Any
 
 from agentcore.domain.clock import Clock
-from agentcore.domain.errors import InvalidParams, MemoryNotFound
+from agentcore.domain.errors import Conflict, InvalidParams, MemoryNotFound
 from agentcore.domain.filters import (
     Condition,
     Field,
@@ -21,7 +21,15 @@ from agentcore.domain.filters import (
     metadata_equals,
     tags_filter,
 )
-from agentcore.domain.models import EventKind, Memory, MemoryEvent, ScopeIds, ScopeLevel, new_id
+from agentcore.domain.models import (
+    EventKind,
+    Memory,
+    MemoryEvent,
+    ScopeIds,
+    ScopeLevel,
+    new_id,
+    scope_key,
+)
 from agentcore.domain.records import (
     MemoryChanges,
     NewMemory,
@@ -376,19 +384,49 @@ class MemoryManager:
     async def delete_expired(self, limit: int) -> int:
         """Delete up to ``limit`` expired memories and their vectors (each with a ``delete``
         event by the actor ``expiry``); how many were deleted."""
-        now = self._clock()
         async with self._uow_factory() as uow:
-            expired = await uow.memories.expired(now, limit)
-            entry_ids = []
-            for memory in expired:
-                snapshot = _snapshot(memory)
-                await self._record(uow, memory, EventKind.DELETE, snapshot, None, actor="expiry")
-                entry_ids.append(await uow.outbox.add(memory.id, DELETE))
-            await uow.memories.delete([m.id for m in expired])
+            expired = await uow.memories.expired(self._clock(), limit)
+            entry_ids = await self._drop_expired(uow, expired)
             await uow.commit()
         if expired:
             await self._sync.delete(entry_ids, [m.id for m in expired])
         return len(expired)
+
+    async def _drop_expired(self, uow: UnitOfWork, expired: Sequence[Memory]) -> list[int]:
+        """Delete ``expired`` in ``uow``, each with a ``delete`` event by ``expiry`` and an
+        outbox entry for its vector (returned)."""
+        entry_ids = []
+        for memory in expired:
+            snapshot = _snapshot(memory)
+            await self._record(uow, memory, EventKind.DELETE, snapshot, None, actor="expiry")
+            entry_ids.append(await uow.outbox.add(memory.id, DELETE))
+        await uow.memories.delete([m.id for m in expired])
+        return entry_ids
+
+    async def put_keyed(self, new: NewMemory, changes: MemoryChanges) -> tuple[Memory, bool]:
+        """``new`` stored under its key, or ``changes`` made to the memory of its scope that
+        holds the key; returns the memory and whether it is new. A memory there whose expiry
+        passed is deleted first, as the sweep would (the key is free again). A concurrent
+        first write of the key wins, and is then changed."""
+        assert new.key is not None
+        level = owning_level(new.scope, new.scope_level)
+        holder = scope_key(level, new.scope.present()[level])
+        for _ in range(2):
+            async with self._uow_factory(read_only=True) as uow:
+                current = await uow.memories.get_by_key(holder, new.key)
+            if current is not None and current.is_expired(self._clock()):
+                async with self._uow_factory() as uow:
+                    entry_ids = await self._drop_expired(uow, [current])
+                    await uow.commit()
+                await self._sync.delete(entry_ids, [current.id])
+                current = None
+            if current is not None:
+                return await self.update(current.id, new.scope, changes), False
+            try:
+                return await self.add(new), True
+            except Conflict:
+                continue
+        raise Conflict(f"key {new.key!r} is being written concurrently; retry")
 
     async def delete(self, memory_id: str, scope: ScopeIds) -> bool:
         """Delete one memory; False when there is none to delete (deleted already, never

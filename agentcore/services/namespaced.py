@@ -18,7 +18,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from agentcore.domain.clock import Clock
-from agentcore.domain.errors import Conflict
 from agentcore.domain.filters import Filter, Not, all_of
 from agentcore.domain.models import Memory, ScopeIds, scope_key
 from agentcore.domain.namespaces import (
@@ -145,31 +144,23 @@ class NamespacedItems:
         content = text[: self._max_content]
         metadata = item_metadata(put.namespace, put.key, put.value, put.indexed, put.ttl)
         expires_at = None if put.ttl is None else self._clock() + timedelta(minutes=put.ttl)
-        for _ in range(2):  # a concurrent first put of the same item wins; then replace it
-            current = await self._find(scope, stored)
-            if current is not None:
-                changes = MemoryChanges(
-                    content=content,
-                    metadata=metadata,
-                    expires_at=expires_at,
-                    clear_expiry=expires_at is None,
-                )
-                return _item(await self._memory.update(current.id, scope.ids, changes))
-            new = NewMemory(
-                content=content,
-                scope=scope.ids,
-                layer=LAYER,
-                scope_level=scope.level,
-                metadata=metadata,
-                key=stored,
-                source=SOURCE,
-                expires_at=expires_at,
-            )
-            try:
-                return _item(await self._memory.add(new))
-            except Conflict:
-                continue
-        raise Conflict(f"item {put.key!r} is being written concurrently; retry")
+        new = NewMemory(
+            content=content,
+            scope=scope.ids,
+            layer=LAYER,
+            scope_level=scope.level,
+            metadata=metadata,
+            key=stored,
+            source=SOURCE,
+            expires_at=expires_at,
+        )
+        changes = MemoryChanges(
+            content=content,
+            metadata=metadata,
+            expires_at=expires_at,
+            clear_expiry=expires_at is None,
+        )
+        return _item((await self._memory.put_keyed(new, changes))[0])
 
     async def search(self, scope: ItemScope, search: Search) -> list[Item]:
         where = all_of(under(search.prefix), search.where)

@@ -56,7 +56,7 @@ def service(
         "alice": _key(keys_file, "alice", "write", "--user-id", "alice"),
         "alice-read": _key(keys_file, "alice-read", "read", "--user-id", "alice"),
     }
-    env = {"AGENTCORE_API_KEYS_FILE": str(keys_file), "EXPIRY_SWEEP_SECONDS": "1"}
+    env = {"AGENTCORE_API_KEYS_FILE": str(keys_file)}
     with served(request, tmp_path_factory, env) as server:
         yield Service(server, keys)
 
@@ -346,6 +346,11 @@ def test_ttl(service: Service, root: str) -> None:
             time.sleep(2)
             assert store.get(ns, "kept") is not None  # each read moves its expiry
         assert store.get(ns, "left", refresh_ttl=False) is None  # 6 s: gone
+        store.put(ns, "left", {"text": "put again"}, ttl=None)  # expired, not swept: free
+        again = store.get(ns, "left")
+        assert again is not None
+        assert again.value == {"text": "put again"}
+        store.delete(ns, "left")
         time.sleep(3)  # 9 s: "kept" expires at 10 s
         assert {i.key for i in store.search(ns, query="refreshed", refresh_ttl=True)} == {
             "kept",
