@@ -56,10 +56,9 @@ import uvloop
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from load import PG_ADMIN, production_env
 from rpc_client import RpcConnection
 from service_latency import corpus, percentiles
-from serving import embedded_env, free_port, serve
+from serving import PG_ADMIN, embedded_env, free_port, production_env, serve
 
 from agentcore.adapters.db.engine import create_engine
 from agentcore.adapters.db.lexical.coverage import SEARCHED
