@@ -1,4 +1,5 @@
-"""Opaque list cursors: the (created_at, id) of the last row of a page, plus the order."""
+"""Opaque list cursors: the (created_at, id) of the last row of a page, plus the order (and
+the row's importance, for a list sorted by importance)."""
 
 from __future__ import annotations
 
@@ -32,3 +33,23 @@ def decode(cursor: str, order: str) -> tuple[datetime, str]:
             errors=[{"field": "cursor", "message": "order differs from the cursor's"}],
         )
     return after
+
+
+def encode_ranked(importance: float, after: tuple[datetime, str], order: str) -> str:
+    """A cursor of a list sorted by importance: the last row's importance leads its keyset."""
+    return encode(after, f"importance-{order}") + "~" + repr(float(importance))
+
+
+def decode_ranked(cursor: str, order: str) -> tuple[float, tuple[datetime, str]]:
+    """(importance, (created_at, id)) of a cursor ``encode_ranked`` issued for ``order``."""
+    head, _, importance = cursor.rpartition("~")
+    try:
+        value = float(importance)
+    except ValueError:
+        value = float("nan")
+    if not head or value != value:
+        raise InvalidParams(
+            "cursor was issued for another sort",
+            errors=[{"field": "cursor", "message": "sort differs from the cursor's"}],
+        )
+    return value, decode(head, f"importance-{order}")

@@ -153,6 +153,12 @@ def build_methods(c: Container, discover: Callable[[], dict[str, Any]]) -> dict[
         return schemas.DeleteResult(deleted=await memory.delete(a.memory_id, a.scope_ids()))
 
     async def list_(a: p.ListParams) -> schemas.ListResult:
+        ranked = a.sort == "importance"
+        after, after_importance = None, None
+        if a.cursor is not None and ranked:
+            after_importance, after = cursor.decode_ranked(a.cursor, a.order)
+        elif a.cursor is not None:
+            after = cursor.decode(a.cursor, a.order)
         request = ListRequest(
             scope=a.scope_ids(),
             layer=a.layer,
@@ -163,16 +169,23 @@ def build_methods(c: Container, discover: Callable[[], dict[str, Any]]) -> dict[
             since=a.since,
             until=a.until,
             where=parse_filter(a.filter),
-            after=None if a.cursor is None else cursor.decode(a.cursor, a.order),
+            after=after,
             limit=a.limit,
             order_desc=a.order == "desc",
+            by_importance=ranked,
+            after_importance=after_importance,
+            include_expired=a.include_expired,
+            superseded=a.superseded,
         )
         page = await memory.list_page(request)
+        next_cursor = None
+        if page.next_after is not None and page.next_importance is not None and ranked:
+            next_cursor = cursor.encode_ranked(page.next_importance, page.next_after, a.order)
+        elif page.next_after is not None:
+            next_cursor = cursor.encode(page.next_after, a.order)
         return schemas.ListResult(
             memories=[schemas.MemoryOut.of(m) for m in page.memories],
-            next_cursor=None
-            if page.next_after is None
-            else cursor.encode(page.next_after, a.order),
+            next_cursor=next_cursor,
             total_count=page.total_count,
         )
 

@@ -161,6 +161,13 @@ class ListParams(ScopeParams):
     cursor: Annotated[str, StringConstraints(max_length=512)] | None = None
     limit: Annotated[int, Field(ge=1, le=100)] = 20
     order: Literal["desc", "asc"] = "desc"
+    sort: Literal["created_at", "importance"] = Field(
+        "created_at", description="importance: by importance, then by time, in `order`"
+    )
+    include_expired: bool = Field(False, description="also memories past their expiry")
+    superseded: Literal["include", "exclude", "only"] = Field(
+        "include", description="memories a newer one superseded: with the rest, none, or only"
+    )
 
 
 class SearchParams(ScopeParams):

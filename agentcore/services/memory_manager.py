@@ -45,7 +45,9 @@ from agentcore.services.ports import (
     Access,
     Embedder,
     ListQuery,
+    ScopeLayerCount,
     StageResolver,
+    Superseded,
     UnitOfWork,
     UnitOfWorkFactory,
 )
@@ -93,6 +95,10 @@ class ListRequest:
     metadata: dict[str, str | int | bool] | None = None  # exact values of top-level keys
     where: Filter | None = None  # agentcore.domain.filters; ANDed with the fields above
     keyed_only: bool = False
+    by_importance: bool = False  # most important first (with order_desc), then newest
+    after_importance: float | None = None  # the cursor's, with by_importance
+    include_expired: bool = False
+    superseded: Superseded = "include"
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +106,11 @@ class Page:
     memories: list[Memory]
     next_after: tuple[datetime, str] | None
     total_count: int
+
+    @property
+    def next_importance(self) -> float | None:
+        """The importance of the last row, which a cursor sorted by importance carries."""
+        return self.memories[-1].importance if self.next_after and self.memories else None
 
 
 class Retire(Enum):
@@ -481,11 +492,14 @@ class MemoryManager:
             where=where,
             since=request.since,
             until=request.until,
-            alive_at=self._clock(),
+            alive_at=None if request.include_expired else self._clock(),
             order_desc=request.order_desc,
             limit=request.limit + 1,
             after=request.after,
             keyed_only=request.keyed_only,
+            by_importance=request.by_importance,
+            after_importance=request.after_importance,
+            superseded=request.superseded,
         )
         async with self._uow_factory(read_only=True) as uow:
             rows, total = await uow.memories.page(query)
@@ -501,6 +515,16 @@ class MemoryManager:
         if query.dense_only:
             await self._indexer.settle(visible_scope_keys(query.scope, query.scopes))
         return await self._retrieval.search(query)
+
+    async def scope_layers(self) -> list[ScopeLayerCount]:
+        """How many memories each scope holds per layer, and its latest update."""
+        async with self._uow_factory(read_only=True) as uow:
+            return await uow.memories.scope_layers()
+
+    async def superseded_by(self, scope_key: str, memory_id: str) -> list[Memory]:
+        """The memories of ``scope_key`` that ``memory_id`` superseded (older values)."""
+        async with self._uow_factory(read_only=True) as uow:
+            return await uow.memories.superseded_by(scope_key, memory_id)
 
     async def history(self, memory_id: str, scope: ScopeIds) -> list[MemoryEvent]:
         keys = visible_scope_keys(scope)

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import TracebackType
-from typing import Any, Protocol, Self
+from typing import Any, Literal, Protocol, Self
 
 import numpy as np
 import numpy.typing as npt
@@ -151,6 +151,17 @@ class VectorStore(Protocol):
     async def close(self) -> None: ...
 
 
+Superseded = Literal["include", "exclude", "only"]
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeLayerCount:
+    scope_key: str
+    layer: str
+    count: int
+    latest: datetime
+
+
 @dataclass(frozen=True, slots=True)
 class ListQuery:
     scope_keys: Sequence[str]
@@ -163,6 +174,10 @@ class ListQuery:
     limit: int = 50
     after: tuple[datetime, str] | None = None  # keyset cursor: (created_at, id) of the last row
     keyed_only: bool = False  # only memories that have a key
+    # Sorted by importance, then (created_at, id): the keyset leads with the last row's.
+    by_importance: bool = False
+    after_importance: float | None = None
+    superseded: Superseded = "include"  # or "exclude" (current only), "only"
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,6 +291,14 @@ class MemoryRepository(Protocol):
 
     async def items(self, query: ItemQuery) -> list[Memory]:
         """One page of ``query``'s items, skipping ``offset``."""
+        ...
+
+    async def scope_layers(self) -> list[ScopeLayerCount]:
+        """Per scope and layer: how many memories (compacted ones aside) and the latest update."""
+        ...
+
+    async def superseded_by(self, scope_key: str, memory_id: str) -> list[Memory]:
+        """The memories of ``scope_key`` that ``memory_id`` superseded, oldest first."""
         ...
 
     async def item_namespaces(self, query: ItemQuery) -> list[tuple[str, str]]:

@@ -10,6 +10,7 @@ from typing import Any, cast
 
 from sqlalchemy import (
     ColumnElement,
+    Float,
     String,
     Table,
     bindparam,
@@ -47,7 +48,7 @@ from agentcore.adapters.db.types import UTCDateTime
 from agentcore.domain.errors import Conflict, MemoryNotFound
 from agentcore.domain.filters import Filter
 from agentcore.domain.models import EventKind, Layer, Memory, MemoryEvent, ScopeLevel
-from agentcore.services.ports import Access, ItemQuery, ListQuery
+from agentcore.services.ports import Access, ItemQuery, ListQuery, ScopeLayerCount
 
 _HISTORY = cast(Table, MemoryHistoryRow.__table__)
 _SETTINGS = cast(Table, StoreSettingRow.__table__)
@@ -138,19 +139,26 @@ class SqlMemoryRepository:
         return deleted
 
     async def page(self, query: ListQuery) -> tuple[list[Memory], int]:
-        """One page in (created_at, id) order, and the total count matching the filters.
+        """One page in (created_at, id) order (or (importance, created_at, id)), and the total
+        count matching the filters.
 
         ``since`` is inclusive and ``until`` exclusive; ``after`` is a keyset cursor: the page
         starts strictly after that (created_at, id) in the requested order."""
         if not query.scope_keys:
             return [], 0
         conditions = self._filters(query)
+        columns: list[Any] = [MemoryRow.created_at, MemoryRow.id]
+        bound: list[Any] = []
         if query.after is not None:
-            conditions.append(_after(query.after, query.order_desc))
-        if query.order_desc:
-            order = (MemoryRow.created_at.desc(), MemoryRow.id.desc())
-        else:
-            order = (MemoryRow.created_at.asc(), MemoryRow.id.asc())
+            bound = [literal(query.after[0], UTCDateTime()), literal(query.after[1], String())]
+        if query.by_importance:
+            columns.insert(0, MemoryRow.importance)
+            if bound:
+                bound.insert(0, literal(query.after_importance or 0.0, Float()))
+        if bound:
+            row, limit = tuple_(*columns), tuple_(*bound)
+            conditions.append(row < limit if query.order_desc else row > limit)
+        order = [c.desc() if query.order_desc else c.asc() for c in columns]
         stmt = select_memories().where(*conditions).order_by(*order).limit(max(query.limit, 0))
         rows = await self._session.execute(stmt)
         memories = [memory_from_row(row) for row in rows.mappings()]
@@ -224,6 +232,30 @@ class SqlMemoryRepository:
             .order_by(MEMORIES.c.updated_at.desc(), MEMORIES.c.id.desc())
             .offset(max(query.offset, 0))
             .limit(max(query.limit, 0))
+        )
+        return [memory_from_row(row) for row in (await self._session.execute(stmt)).mappings()]
+
+    async def scope_layers(self) -> list[ScopeLayerCount]:
+        stmt = (
+            select(
+                MemoryRow.scope_key,
+                MemoryRow.layer,
+                func.count(),
+                func.max(MemoryRow.updated_at),
+            )
+            .where(MemoryRow.compacted_into_id.is_(None))
+            .group_by(MemoryRow.scope_key, MemoryRow.layer)
+        )
+        rows = (await self._session.execute(stmt)).all()
+        return [
+            ScopeLayerCount(key, layer, int(count), latest) for key, layer, count, latest in rows
+        ]
+
+    async def superseded_by(self, scope_key: str, memory_id: str) -> list[Memory]:
+        stmt = (
+            select_memories()
+            .where(MEMORIES.c.superseded_by == memory_id, MEMORIES.c.scope_key == scope_key)
+            .order_by(MEMORIES.c.created_at, MEMORIES.c.id)
         )
         return [memory_from_row(row) for row in (await self._session.execute(stmt)).mappings()]
 
@@ -373,6 +405,10 @@ class SqlMemoryRepository:
             )
         if query.keyed_only:
             conditions.append(MemoryRow.key.is_not(None))
+        if query.superseded == "exclude":
+            conditions.append(MemoryRow.superseded_by.is_(None))
+        elif query.superseded == "only":
+            conditions.append(MemoryRow.superseded_by.is_not(None))
         return conditions
 
 
@@ -387,14 +423,6 @@ _KEY_MATCHES = {
 def _like_literal(text: str) -> str:
     """``text`` matched literally by LIKE ... ESCAPE '\\' (its wildcards escaped)."""
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
-def _after(cursor: tuple[datetime, str], desc: bool) -> ColumnElement[bool]:
-    """Strictly after ``cursor`` in the page order, as one row-value comparison."""
-    created_at, memory_id = cursor
-    row = tuple_(MemoryRow.created_at, MemoryRow.id)
-    bound = tuple_(literal(created_at, UTCDateTime()), literal(memory_id, String()))
-    return row < bound if desc else row > bound
 
 
 # Built once (see ``dialect.insert_ignoring_conflicts_of``). An event's ``seq`` numbers the
