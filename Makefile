@@ -3,7 +3,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install run test lint typecheck unit services bench check-deploy clean
+.PHONY: install run test lint typecheck unit services browser bench check-deploy clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -30,7 +30,11 @@ typecheck: install
 services:
 	scripts/ensure_services.sh
 
-test: install services lint typecheck
+# A Chromium for tests/browser (installed as root when missing; required with CI=true).
+browser:
+	scripts/ensure_chromium.sh
+
+test: install services browser lint typecheck
 	$(BIN)/pytest
 
 unit: install

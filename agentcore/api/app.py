@@ -1,5 +1,5 @@
 """The HTTP application: POST /rpc (JSON-RPC 2.0), /mcp (MCP, streamable HTTP), GET /health,
-GET /metrics."""
+GET /metrics, the OpenSpec REST face and the memory browser (/ui)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,8 @@ from agentcore.api.openspec.routes import OpenSpecFace, openspec_routes
 from agentcore.api.request_ids import RequestIds
 from agentcore.api.runtime import running
 from agentcore.api.schemas import HealthResult
+from agentcore.api.ui.pages import Pages
+from agentcore.api.ui.routes import UiFace, ui_routes
 from agentcore.bootstrap import Container, build_container
 from agentcore.config import Settings
 from agentcore.domain.errors import AgentCoreError, Forbidden, Unauthorized
@@ -78,6 +80,8 @@ def create_app(
                 app.state.gate = runtime.gate
                 app.state.mcp = mcp_http
                 app.state.openspec = OpenSpecFace.of(runtime)
+                pages = Pages(runtime.rpc, runtime.gate, runtime.container.memory)
+                app.state.ui = UiFace(pages, runtime.gate, app.state.openspec.stream)
                 runtime.container.exposition.register(HealthCollector(runtime.container.health))
                 async with mcp_http.running():
                     yield
@@ -156,6 +160,7 @@ def create_app(
         Route("/readyz", readyz, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
         *openspec_routes(),  # the OpenSpec Knowledge Provider face (REST, SSE)
+        *ui_routes(),  # the memory browser
     ]
     middleware = [Middleware(_OneLineRefusal, refused=refused), Middleware(RequestIds)]
     return Starlette(routes=routes, lifespan=lifespan, middleware=middleware)

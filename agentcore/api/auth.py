@@ -108,11 +108,15 @@ class Gate:
     def open(self) -> bool:
         return self._keys is None
 
+    def allows_origin(self, origin: str) -> bool:
+        """Whether web pages of ``origin`` may call (``AGENTCORE_ALLOWED_ORIGINS``)."""
+        return origin in self._origins
+
     def admit(self, authorization: str | None, origin: str | None) -> ApiKey | None:
         """The caller of one HTTP request: ``Forbidden`` for a web page whose ``Origin`` is not
         allowed (a browser sends one with every cross-site request; agents send none), then
         ``authenticate``."""
-        if origin is not None and origin not in self._origins:
+        if origin is not None and not self.allows_origin(origin):
             raise Forbidden(
                 f"requests from web pages ({origin[:100]}) are refused; allow the origin with "
                 "AGENTCORE_ALLOWED_ORIGINS"

@@ -108,6 +108,23 @@ class MemoryRow(Base):
         Index("ix_memories_keyset", "scope_key", "layer", "created_at", "id"),
         Index("ix_memories_same_text", "scope_key", "content_hash"),  # exact duplicates (0012)
         Index("ix_memories_session", "session_id"),  # a session's writers (0012)
+        # A scope's pages in time or importance order, its counts, what superseded what (0015)
+        Index("ix_memories_scope_time", "scope_key", "created_at", "id"),
+        Index("ix_memories_scope_importance", "scope_key", "importance", "created_at", "id"),
+        Index(
+            "ix_memories_scope_live",
+            "scope_key",
+            "compacted_into_id",
+            "layer",
+            "updated_at",
+            "expires_at",
+        ),
+        Index(
+            "ix_memories_superseded_by",
+            "superseded_by",
+            postgresql_where=text("superseded_by IS NOT NULL"),
+            sqlite_where=text("superseded_by IS NOT NULL"),
+        ),
         Index(  # the current memories of a slot (0011)
             "ix_memories_current_slot",
             "scope_key",
