@@ -145,6 +145,11 @@ class FakeVectorStore:
     async def count(self, flt: VectorFilter) -> int:
         return sum(_matches(p, flt) for p in self.points.values())
 
+    async def vectors(self, ids: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
+        if self.failing:
+            raise ProviderError("vector store unavailable")
+        return {i: np.asarray(self.points[i].vector) for i in ids if i in self.points}
+
     async def flush(self) -> None:
         self.durable = dict(self.points)
 

@@ -141,6 +141,10 @@ class VectorStore(Protocol):
 
     async def count(self, flt: VectorFilter) -> int: ...
 
+    async def vectors(self, ids: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
+        """The stored vectors of those of ``ids`` the store holds."""
+        ...
+
     async def flush(self) -> None:
         """Make every write so far durable against a machine crash (a no-op on a server).
 

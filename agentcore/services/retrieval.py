@@ -10,15 +10,18 @@ ordered by scope precedence; the accesses are then noted for the background writ
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Protocol
 
+import numpy as np
+
 from agentcore.domain.clock import Clock
 from agentcore.domain.contradictions import clauses, resolve, superseded_last
 from agentcore.domain.error_patterns import text_tokens
-from agentcore.domain.errors import InvalidParams, MissingIdentifier, QueryTooLong
+from agentcore.domain.errors import InvalidParams, MissingIdentifier, ProviderError, QueryTooLong
 from agentcore.domain.filters import (
     AnyOf,
     Condition,
@@ -42,10 +45,16 @@ from agentcore.domain.scoring import (
 )
 from agentcore.domain.updates import asked_slot
 from agentcore.domain.updates.questions import asks_present, timeless
-from agentcore.domain.updates.ranking import newer_first
+from agentcore.domain.updates.ranking import may_reorder, newer_first
 from agentcore.domain.updates.subjects import asked_people, states_for
 from agentcore.services.access import AccessRecorder
-from agentcore.services.candidates import CandidateGenerator, Fusion, LexicalIndex, Ranked
+from agentcore.services.candidates import (
+    CandidateGenerator,
+    Fusion,
+    LexicalIndex,
+    Ranked,
+    calibrated,
+)
 from agentcore.services.fresh import FreshVectors
 from agentcore.services.ports import Embedder, UnitOfWorkFactory, VectorFilter, VectorStore
 from agentcore.services.ranked import ScoredMemory, answers_first, current_of, in_place_of
@@ -54,6 +63,8 @@ from agentcore.services.relevance import Candidate, Query, Relevance
 # Candidates ranked beyond ``limit``, so the other factors of the score can lift a memory that
 # is slightly less relevant (candidates come from ``agentcore.services.candidates``).
 _SLACK = 8
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,11 +302,34 @@ class EnhancedRetrieval:
         top = answers_first(top, answers, ctx, q.as_of or ctx.now)
         if q.as_of is None and not q.dense_only and asks_present(q.query):
             # a newer statement of what an older one said answers a question of how things are
-            top = newer_first(top, lambda s: s.memory, lambda s: s.cosine)
+            top = await self._newer_first(top)
         top = _flag_contradictions(top)[: q.limit]
         if self._access is not None:
             self._access.note([s.memory.id for s in top], ctx.now)
         return top
+
+    async def _newer_first(self, top: list[ScoredMemory]) -> list[ScoredMemory]:
+        """``newer_first`` with the statements' own vectors (those still owed to the store from
+        the fresh ones, the rest from the store), read only when a pair may be reordered."""
+        if not may_reorder([s.memory for s in top]):
+            return top
+        ids = [s.memory.id for s in top]
+        vectors = {key: vector for key, (_, vector) in self.fresh.known(ids).items()}
+        missing = [memory_id for memory_id in ids if memory_id not in vectors]
+        if missing:
+            try:
+                vectors |= await self._vectors.vectors(missing)
+            except ProviderError as exc:  # the store is away: what is unknown does not move
+                log.warning("statement vectors unavailable: %s", exc.message)
+        background = self._embedder.background_similarity
+
+        def related(older: ScoredMemory, newer: ScoredMemory) -> float | None:
+            a, b = vectors.get(older.memory.id), vectors.get(newer.memory.id)
+            if a is None or b is None:
+                return None
+            return calibrated(float(np.dot(a.ravel(), b.ravel())), background)  # unit length
+
+        return newer_first(top, lambda s: s.memory, lambda s: s.cosine, related)
 
     async def _current_answers(
         self, q: SearchQuery, keys: Sequence[str], layers: Sequence[Layer]

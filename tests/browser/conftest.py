@@ -46,8 +46,10 @@ def chromium_path() -> str | None:
     return None
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    """Chromium for one module: Playwright's sync API runs an event loop on this thread while
+    it is open, which the rest of the suite's ``asyncio.run`` must not meet."""
     executable = chromium_path()
     if executable is None:
         message = "no Chromium: apt-get install -y chromium (or set CHROMIUM)"

@@ -86,9 +86,7 @@ def test_search_shows_the_answer_first_with_its_factors(
     with service.client("alice-read") as memory:
         found = memory.search("What is Alice allergic to?", user_id="alice", scopes=["user"])
     assert shown == [hit["memory"]["id"] for hit in found["results"]]  # the service's ranking
-    # Among the first two, not first: a newer statement of Alice's (the cello, added by the
-    # test before) still ranks above it (the newest-first defect in docs/retrieval.md).
-    assert seeded["allergy"] in shown
+    assert shown[0] == seeded["allergy"]  # not a newer statement of Alice's about other things
     answer = tab.page.locator(f"li.result[data-id='{seeded['allergy']}']")
     assert "critical" in answer.locator(".meta").inner_text()
     assert answer.locator("dl.factors meter").count() == 6

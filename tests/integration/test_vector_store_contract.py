@@ -252,6 +252,19 @@ async def test_delete_and_count(backend: Backend) -> None:
     assert set(await ids(backend.store, IN_SCOPE)) == {points[2].id, points[3].id}
 
 
+async def test_stored_vectors_by_id(backend: Backend) -> None:
+    first, second = point(vec(1, 2, 0, 0)), point(vec(0, 0, 3, 1))
+    await backend.store.upsert([first, second])
+    missing = new_id()
+
+    found = await backend.store.vectors([first.id, second.id, missing])
+
+    assert set(found) == {first.id, second.id}
+    for stored in (first, second):
+        assert found[stored.id] == pytest.approx(stored.vector, abs=1e-5)
+    assert await backend.store.vectors([]) == {}
+
+
 async def test_concurrent_calls_all_land(backend: Backend) -> None:
     points = [point(vec(1, i / 20, 0, 0)) for i in range(20)]
     searches = [backend.store.search(QUERY, IN_SCOPE, 5) for _ in range(20)]

@@ -34,7 +34,11 @@ from agentcore.adapters.vectors.payload import (
     vector_list,
 )
 from agentcore.adapters.vectors.payload_filter import payload_filter
-from agentcore.adapters.vectors.qdrant_server import DEFAULT_COLLECTION, qdrant_filter
+from agentcore.adapters.vectors.qdrant_server import (
+    DEFAULT_COLLECTION,
+    qdrant_filter,
+    retrieved_vectors,
+)
 from agentcore.domain.errors import ConfigurationError, ProviderError
 from agentcore.services.ports import VectorFilter, VectorHit, VectorPoint
 
@@ -243,6 +247,17 @@ class Mem0VectorStore:
         with _provider_errors("count"):
             result = await self._run(count)
         return int(result.count)
+
+    async def vectors(self, ids: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
+        if not ids:
+            return {}
+        self._require_dimension()
+        retrieve = partial(
+            self._layer.client.retrieve, self._collection, list(ids), with_vectors=True
+        )
+        with _provider_errors("retrieve"):
+            points = await self._run(retrieve)
+        return retrieved_vectors(points)
 
     async def flush(self) -> None:
         """A no-op: a server acknowledges upserts once in its WAL, and qdrant-client's local

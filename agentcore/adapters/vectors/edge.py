@@ -118,6 +118,13 @@ class EdgeVectorStore:
         count: int = await self._run("count", flt)
         return count
 
+    async def vectors(self, ids: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
+        self._require()
+        if not ids:
+            return {}
+        found: dict[str, list[float]] = await self._run("vectors", list(ids))
+        return {key: np.asarray(vector, dtype=np.float32) for key, vector in found.items()}
+
     async def flush(self) -> None:
         await self._run("flush")
 

@@ -38,7 +38,18 @@ logger = logging.getLogger(__name__)
 _LOCK_FILE = "shard.lock"
 _LOCK_WAIT_SECONDS = 30.0
 _CALLS = frozenset(
-    {"open", "reset", "upsert", "delete", "search", "count", "flush", "close", "index_status"}
+    {
+        "open",
+        "reset",
+        "upsert",
+        "delete",
+        "search",
+        "count",
+        "vectors",
+        "flush",
+        "close",
+        "index_status",
+    }
 )
 
 

@@ -197,6 +197,18 @@ class ShardStore:
     def count(self, flt: VectorFilter) -> int:
         return self._require().count(qe.CountRequest(exact=True, filter=edge_filter(flt)))
 
+    def vectors(self, ids: list[str]) -> dict[str, list[float]]:
+        """The stored (dense, unnamed) vector of each of ``ids`` the shard holds."""
+        points = self._require().retrieve(list[Any](ids), False, True)
+        found: dict[str, list[float]] = {}
+        for point in points:
+            vector: Any = point.vector
+            if isinstance(vector, dict):  # named vectors: the unnamed one
+                vector = vector.get("")
+            if isinstance(vector, list) and vector and isinstance(vector[0], float):
+                found[str(point.id)] = vector
+        return found
+
     def flush(self) -> None:
         shard = self._require()
         self._builds.before_write()

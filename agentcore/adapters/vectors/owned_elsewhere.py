@@ -51,6 +51,9 @@ class OwnedElsewhereVectorStore:
     async def count(self, flt: VectorFilter) -> int:
         raise self._refused()
 
+    async def vectors(self, ids: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
+        raise self._refused()
+
     async def flush(self) -> None:
         return None
 

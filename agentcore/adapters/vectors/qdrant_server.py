@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 import grpc  # type: ignore[import-untyped]  # grpcio ships no type stubs
 import httpx
@@ -206,6 +207,15 @@ class QdrantServerVectorStore:
             )
         return result.count
 
+    async def vectors(self, ids: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
+        if not ids:
+            return {}
+        with _provider_errors("retrieve"):
+            points = await self._client.retrieve(
+                self._collection, list(ids), with_payload=False, with_vectors=True
+            )
+        return retrieved_vectors(points)
+
     async def flush(self) -> None:
         """A no-op: the server acknowledges upserts (``wait=True``) once they are in its WAL."""
 
@@ -268,3 +278,15 @@ class QdrantServerVectorStore:
                 await self._client.create_payload_index(
                     self._collection, field, field_schema=schema, wait=True
                 )
+
+
+def retrieved_vectors(points: Sequence[Any]) -> dict[str, npt.NDArray[np.float32]]:
+    """The unnamed vector of each retrieved point (qdrant-client's ``Record``)."""
+    found = {}
+    for point in points:
+        vector = point.vector
+        if isinstance(vector, dict):
+            vector = vector.get("")
+        if isinstance(vector, list):
+            found[str(point.id)] = np.asarray(vector, dtype=np.float32)
+    return found
