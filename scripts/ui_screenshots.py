@@ -59,9 +59,9 @@ def seed(memory: MemoryClient) -> dict[str, str]:
         memory.add(text, layer="episodic", critical=critical, **task)
     memory.stage_complete(TASK, planning)
     memory.stage_start(TASK, "execution")
-    step = memory.add(
-        "Copied 1.2M invoices to the ledger in 14 batches", layer="episodic", **task
-    )["memory_id"]
+    step = memory.add("Copied 1.2M invoices to the ledger in 14 batches", layer="episodic", **task)[
+        "memory_id"
+    ]
     memory.error_record(
         TASK,
         "incorrect_action",
