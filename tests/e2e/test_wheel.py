@@ -146,7 +146,14 @@ def test_a_wheel_installed_in_a_fresh_venv_serves(tmp_path: Path) -> None:
 
         added = call("memory.add", content="The deploy key rotates on Mondays", user_id="w")
         found = call("memory.search", query="when does the deploy key rotate", user_id="w")
+        # the memory browser's templates and static files are in the wheel
+        page = httpx.get(f"{server.base}/ui/scope?scope=user:w", timeout=30)
+        script = httpx.get(f"{server.base}/ui/static/ui.js", timeout=30)
+        part = httpx.get(f"{server.base}/ui/part/scope?scope=user:w", timeout=30)
     finally:
         server.stop()
+    assert page.status_code == script.status_code == part.status_code == 200
+    assert '<script type="module" src="/ui/static/ui.js">' in page.text
+    assert "The deploy key rotates on Mondays" in part.text
     memory_id = added["result"]["memory_id"]
     assert found["result"]["results"][0]["memory"]["id"] == memory_id
