@@ -49,6 +49,7 @@ from agentcore.services.ports import (
     Vectors,
     VectorStore,
 )
+from agentcore.services.query_vectors import QueryVectors
 from agentcore.services.relevance import Candidate, FusedRelevance, Query, Relevance
 from agentcore.services.vector_payload import decided
 
@@ -202,6 +203,7 @@ class CandidateGenerator:
         self._uow_factory = uow_factory
         self._vectors = vectors
         self._embedder = embedder
+        self._queries = QueryVectors(embedder)
         self._lexical = lexical
         self._fusion = fusion or Fusion()
         self._fresh = FreshVectors() if fresh is None else fresh
@@ -349,10 +351,10 @@ class CandidateGenerator:
             vector = (await self._embedder.embed([query]))[0]
         elif owed:
             vector, _ = await asyncio.gather(
-                self._embedder.embed_query(query), embed_owed(self._fresh, self._embedder, owed)
+                self._queries.of(query), embed_owed(self._fresh, self._embedder, owed)
             )
         else:
-            vector = await self._embedder.embed_query(query)
+            vector = await self._queries.of(query)
         return vector, await self._vectors.search(vector, flt, pool)
 
     async def _cosines(

@@ -122,7 +122,7 @@ async def test_a_search_embeds_the_owed_texts_nobody_is_embedding() -> None:
     assert rig.embedder.calls == before + 2  # the query, and Alice's one owed text
     again = await asyncio.wait_for(rig.memory.search(query), 1)
     assert [r.memory.id for r in again.results] == [bees.id]
-    assert rig.embedder.calls == before + 3  # the query only: the owed vector was kept
+    assert rig.embedder.calls == before + 2  # nothing: the owed vector and the query's kept
     rig.embedder.open.set()
     assert await rig.memory.indexed()
     assert rig.embedder.batches == [1]  # the indexer embedded Bob's only: Alice's was known
