@@ -56,6 +56,9 @@ class Settings(BaseSettings):
     agentcore_host: str = "127.0.0.1"
     agentcore_port: int = Field(8080, ge=0, le=65535)
     agentcore_url: str = "http://127.0.0.1:8080"
+    # `agentcore worker` serves its own metrics here (GET /metrics on AGENTCORE_HOST; also
+    # --metrics-port), with AGENTCORE_METRICS_TOKEN as the API's. Unset: none.
+    agentcore_worker_metrics_port: int | None = Field(None, ge=1, le=65535)
 
     # Security. API keys (JSON, see docs/security.md); without the file the service is open.
     agentcore_api_keys_file: Path | None = None
@@ -160,6 +163,8 @@ class Settings(BaseSettings):
         default_factory=lambda: {ScopeLevel.SESSION: 30 * 86_400}
     )
     expiry_sweep_seconds: float = Field(300.0, gt=0)
+    # A queued job older than this while workers are alive: /health says the queue is stalled.
+    job_stall_seconds: float = Field(60.0, gt=0)
     # How often closed episodes are consolidated into semantic facts (0: only on session close
     # and on request).
     consolidation_interval_seconds: float = Field(600.0, ge=0)
@@ -231,6 +236,13 @@ class Settings(BaseSettings):
             "QDRANT_URL": self.qdrant_url is None,
         }
         return [name for name, missing in local.items() if missing]
+
+    @property
+    def jobs_on_workers(self) -> bool:
+        """Jobs go to Celery workers when there is a broker (``REDIS_URL``) and a database a
+        worker may open (``DATABASE_URL``); with the SQLite file, which belongs to the serving
+        process, they run in that process whether or not Redis is configured."""
+        return self.redis_url is not None and self.database_url is not None
 
     @property
     def periodic_jobs_on_workers(self) -> bool:

@@ -10,7 +10,13 @@ Without ``REDIS_URL`` (embedded mode) there is no worker: jobs run in the API pr
 A worker owns nothing in ``AGENTCORE_DATA_DIR``: the embedded stores there belong to the
 serving process. So it needs a database server (``DATABASE_URL``); without ``QDRANT_URL`` it
 opens no vector store (its vector writes are left to the serving process), and cannot run
-Celery beat, whose periodic jobs change vectors (the serving process runs them then).
+Celery beat, whose periodic jobs change vectors (the serving process runs them then). With
+``--beat`` it keeps beat's schedule there and takes the directory's lock (one scheduler).
+
+With ``AGENTCORE_WORKER_METRICS_PORT`` (or ``--metrics-port``) it serves its metrics (its
+jobs by kind and outcome, their durations, the compressions it ran) at ``/metrics`` on that
+port from its start; with ``--beat`` they are there from its first job (its container is
+built then).
 """
 
 from __future__ import annotations
@@ -18,11 +24,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 from celery import Celery
 from celery.signals import task_prerun, worker_ready, worker_shutdown
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
 
 from agentcore.adapters.jobs.celery_app import celery_app
 from agentcore.adapters.jobs.celery_queue import (
@@ -32,6 +42,7 @@ from agentcore.adapters.jobs.celery_queue import (
     heartbeat_key,
 )
 from agentcore.adapters.jobs.presence import WorkerHeartbeat
+from agentcore.adapters.metrics_server import serve_metrics
 from agentcore.bootstrap import Container, build_worker_container
 from agentcore.config import Settings
 from agentcore.domain.errors import AgentCoreError
@@ -41,18 +52,55 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 
+class JobMetrics:
+    """What this worker ran: jobs by kind and outcome (``ok`` or the error's code), and how
+    long each took."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self._jobs = Counter(
+            "agentcore_worker_jobs_total",
+            "Jobs this worker ran, by kind and outcome (ok, or the error code)",
+            ["kind", "outcome"],
+            registry=registry,
+        )
+        self._seconds = Histogram(
+            "agentcore_worker_job_seconds",
+            "How long this worker's jobs took, by kind",
+            ["kind"],
+            buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600),
+            registry=registry,
+        )
+
+    def observe(self, kind: str, envelope: dict[str, Any], seconds: float) -> None:
+        error = envelope.get("error")
+        outcome = "ok" if envelope.get("ok") else str((error or {}).get("code", "INTERNAL_ERROR"))
+        self._jobs.labels(kind, outcome).inc()
+        self._seconds.labels(kind).observe(seconds)
+
+
 class WorkerRuntime:
-    """One event loop thread and one container per worker process, built on first use."""
+    """One event loop thread and one container per worker process, built on first use; its
+    metrics served on ``AGENTCORE_WORKER_METRICS_PORT`` once it is built."""
 
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._container: Container | None = None
+        self._metrics: JobMetrics | None = None
+        self._stop_metrics: Callable[[], None] | None = None
 
     def run(self, job: Callable[[Container], Awaitable[T]], timeout: float = 600) -> T:
         loop, container = self.start()
         return asyncio.run_coroutine_threadsafe(_call(job, container), loop).result(timeout)
+
+    def run_job(self, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
+        """One job of the container's handlers, counted and timed."""
+        started = time.perf_counter()
+        envelope = self.run(lambda c: _job(c, kind, payload))
+        if self._metrics is not None:
+            self._metrics.observe(kind, envelope, time.perf_counter() - started)
+        return envelope
 
     def start(self) -> tuple[asyncio.AbstractEventLoop, Container]:
         with self._lock:
@@ -68,14 +116,50 @@ class WorkerRuntime:
                     loop.call_soon_threadsafe(loop.stop)
                     raise
                 self._loop = loop
+                self._metrics = JobMetrics(self._container.registry)
             return self._loop, self._container
+
+    def serve_metrics(self) -> None:
+        """``AGENTCORE_WORKER_METRICS_PORT``'s ``/metrics``, from now on: the container's
+        metrics once it is built (at start, or at the first job with ``--beat``), none before."""
+        port = self._settings.agentcore_worker_metrics_port
+        if port is None:
+            return
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(_Built(self))
+        token = self._settings.agentcore_metrics_token
+        self._stop_metrics = serve_metrics(
+            self._settings.agentcore_host,
+            port,
+            registry,
+            None if token is None else token.get_secret_value(),
+        )
+
+    def collect(self) -> Iterator[Metric]:
+        """The built container's metrics (nothing before it is built)."""
+        container = self._container
+        if container is not None:
+            yield from container.exposition.collect()
 
     def close(self) -> None:
         with self._lock:
+            if self._stop_metrics is not None:
+                self._stop_metrics()
+                self._stop_metrics = None
             if self._loop is not None and self._container is not None:
                 asyncio.run_coroutine_threadsafe(self._container.aclose(), self._loop).result(60)
                 self._loop.call_soon_threadsafe(self._loop.stop)
             self._loop, self._container = None, None
+
+
+class _Built(Collector):
+    """What ``WorkerRuntime.collect`` yields, as a collector."""
+
+    def __init__(self, runtime: WorkerRuntime) -> None:
+        self._runtime = runtime
+
+    def collect(self) -> Iterable[Metric]:
+        return self._runtime.collect()
 
 
 async def _call(job: Callable[[Container], Awaitable[T]], container: Container) -> T:
@@ -101,7 +185,7 @@ def register_tasks(app: Celery, runtime: WorkerRuntime) -> None:
     def run(task: Any, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
         """One job of the container's handlers; always returns a JSON envelope."""
         with _Heartbeat(app, str(task.request.id)):
-            return runtime.run(lambda c: _job(c, kind, payload))
+            return runtime.run_job(kind, payload)
 
     def first_beat(task_id: str, task: Any, **_: Any) -> None:
         # Before Celery marks the job STARTED, so a started job always has a heartbeat.
@@ -159,6 +243,7 @@ def run_worker(settings: Settings, loglevel: str = "INFO", *, beat: bool = False
     settings.check_worker(beat=beat)
     app = celery_app(settings)
     runtime = WorkerRuntime(settings)
+    runtime.serve_metrics()  # before beat's fork: the child inherits the socket, not the thread
     if not beat:
         # A store or model it cannot use stops it here, before its heartbeat says it runs
         # jobs. Not with beat: Celery forks beat's process, and a fork must not copy the

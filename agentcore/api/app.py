@@ -18,7 +18,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agentcore.api import errors
-from agentcore.api.auth import Gate, refusal, token_matches
+from agentcore.api.auth import Gate, refusal
 from agentcore.api.mcp import McpHttp, McpTools
 from agentcore.api.metrics import SCRAPE_HEALTH_MAX_AGE_SECONDS, HealthCollector
 from agentcore.api.openspec.routes import OpenSpecFace, openspec_routes
@@ -29,6 +29,7 @@ from agentcore.api.ui.pages import Pages
 from agentcore.api.ui.routes import UiFace, ui_routes
 from agentcore.bootstrap import Container, build_container
 from agentcore.config import Settings
+from agentcore.domain.access import token_matches
 from agentcore.domain.errors import AgentCoreError, Forbidden, Unauthorized
 
 log = logging.getLogger(__name__)

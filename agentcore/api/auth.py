@@ -10,7 +10,6 @@ refused unless its origin is in ``AGENTCORE_ALLOWED_ORIGINS``.
 
 from __future__ import annotations
 
-import hmac
 import json
 import logging
 import os
@@ -166,9 +165,3 @@ def refusal(exc: Unauthorized | Forbidden) -> tuple[int, dict[str, str]]:
     if isinstance(exc, Unauthorized):
         return 401, {"www-authenticate": "Bearer"}
     return 403, {}
-
-
-def token_matches(authorization: str | None, token: str) -> bool:
-    """Whether the bearer token of ``authorization`` is ``token`` (constant time)."""
-    scheme, _, presented = (authorization or "").partition(" ")
-    return scheme.lower() == "bearer" and hmac.compare_digest(presented.strip(), token)

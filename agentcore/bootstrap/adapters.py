@@ -103,8 +103,10 @@ def build_vector_store(settings: Settings) -> VectorStore:
 
 
 def build_job_queue(settings: Settings, handlers: dict[str, JobHandler]) -> JobQueue:
-    """Celery workers when ``REDIS_URL`` is set, else jobs run in this process."""
-    if settings.redis_url is None:
+    """Celery workers when ``Settings.jobs_on_workers``, else jobs run in this process."""
+    if not settings.jobs_on_workers:
+        if settings.redis_url is not None:
+            log.info("jobs run in this process: a worker cannot open the SQLite database")
         from agentcore.adapters.jobs.local import InProcessJobQueue
 
         return InProcessJobQueue(handlers)

@@ -314,6 +314,7 @@ def _accounting(
         lambda: stores.lexical.documents_in_memory,
         f"{embedder_id(stores.embedder)}, {stores.embedder.precision}",
         jobs=jobs.facts,
+        stall_seconds=settings.job_stall_seconds,
     )
     scraped = multiprocess_registry(settings, closers)
     return _Accounts(registry, scraped, costs, health)

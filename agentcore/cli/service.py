@@ -146,11 +146,14 @@ def _mcp(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _migrate(_: argparse.Namespace, settings: Settings) -> int:
+    from agentcore.adapters.data_dir import own_data_dir
     from agentcore.adapters.db.migrate import upgrade
 
-    if settings.embedded:
-        settings.agentcore_data_dir.mkdir(parents=True, exist_ok=True)
-    upgrade(settings.sqlalchemy_url)
+    if settings.embedded:  # the SQLite file is the data directory's: not under a running owner
+        with own_data_dir(settings.agentcore_data_dir, "migrate"):
+            upgrade(settings.sqlalchemy_url)
+    else:
+        upgrade(settings.sqlalchemy_url)
     print("database is at the newest schema")
     return 0
 
@@ -166,10 +169,21 @@ def _reembed(_: argparse.Namespace, settings: Settings) -> int:
 
 
 def _worker(args: argparse.Namespace, settings: Settings) -> int:
+    if args.metrics_port is not None:
+        settings = settings.model_copy(update={"agentcore_worker_metrics_port": args.metrics_port})
+    if args.metrics_host is not None:
+        settings = settings.model_copy(update={"agentcore_host": args.metrics_host})
     settings.check_worker(beat=args.beat)  # before the slow imports
+    from agentcore.adapters.data_dir import own_data_dir
     from agentcore.worker import run_worker
 
-    run_worker(settings, args.loglevel, beat=args.beat)
+    if not args.beat:  # a worker keeps nothing in the data directory
+        run_worker(settings, args.loglevel)
+        return 0
+    # Beat keeps its schedule there: one scheduler per directory (two would submit every
+    # periodic job twice).
+    with own_data_dir(settings.agentcore_data_dir, "worker --beat"):
+        run_worker(settings, args.loglevel, beat=True)
     return 0
 
 
@@ -212,5 +226,13 @@ def register(commands: Subcommands) -> None:
     worker.add_argument("--loglevel", default="INFO")
     worker.add_argument(
         "--beat", action="store_true", help="also schedule periodic jobs (one worker only)"
+    )
+    worker.add_argument(
+        "--metrics-port",
+        type=int,
+        help="serve GET /metrics here (default: $AGENTCORE_WORKER_METRICS_PORT; none)",
+    )
+    worker.add_argument(
+        "--metrics-host", help="the address it listens on (default: $AGENTCORE_HOST or 127.0.0.1)"
     )
     worker.set_defaults(run=_worker, logs=True)

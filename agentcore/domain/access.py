@@ -230,3 +230,10 @@ class TokenBucket:
             self._tokens -= 1
             return 0.0
         return math.ceil((1 - self._tokens) / self._rate * 1000) / 1000
+
+
+def token_matches(authorization: str | None, token: str) -> bool:
+    """Whether the bearer token of an ``Authorization`` header is ``token`` (constant time):
+    the metrics token of the API's and the workers' /metrics."""
+    scheme, _, presented = (authorization or "").partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(presented.strip(), token)

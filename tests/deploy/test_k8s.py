@@ -172,6 +172,21 @@ def test_one_beat_scheduler(k8s: list[Resource]) -> None:
 # --------------------------------------------------------------------------- settings
 
 
+@pytest.mark.parametrize("name", ["agentcore-worker", "agentcore-beat"])
+def test_workers_are_scraped_at_their_metrics_port(k8s: list[Resource], name: str) -> None:
+    workload = find(k8s, "Deployment", name)
+    template = workload["spec"]["template"]
+    annotations = template["metadata"]["annotations"]
+    (container,) = template["spec"]["containers"]
+    command = container["command"]
+    port = command[command.index("--metrics-port") + 1]
+    assert command[command.index("--metrics-host") + 1] == "0.0.0.0"
+    assert annotations["prometheus.io/scrape"] == "true"
+    assert annotations["prometheus.io/port"] == port
+    assert annotations["prometheus.io/path"] == "/metrics"
+    assert {"name": "metrics", "containerPort": int(port), "protocol": "TCP"} in container["ports"]
+
+
 def test_production_settings_are_set(k8s: list[Resource]) -> None:
     config = _config(k8s)
     assert config["AGENTCORE_MODE"] == "production"

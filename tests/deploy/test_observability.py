@@ -71,9 +71,22 @@ def test_prometheus_scrapes_the_api_metrics() -> None:
     assert len(jobs) == 1, f"no scrape job targets api:{port}"
     assert jobs[0].get("metrics_path", "/metrics") == "/metrics"
     for job in _prometheus_config()["scrape_configs"]:
-        for config in job["static_configs"]:
+        for config in job.get("static_configs", []):
             for target in config["targets"]:
                 assert target.split(":")[0] in services, f"{job['job_name']}: {target}"
+
+
+def test_prometheus_scrapes_every_worker_at_its_metrics_port() -> None:
+    services = compose()["services"]
+    jobs = {job["job_name"]: job for job in _prometheus_config()["scrape_configs"]}
+    (found,) = jobs["agentcore-worker"]["dns_sd_configs"]
+    assert set(found["names"]) == {"worker", "beat"}
+    for name in found["names"]:
+        command = services[name]["command"]
+        assert command[:2] == ["agentcore", "worker"]
+        assert int(command[command.index("--metrics-port") + 1]) == found["port"]
+        assert command[command.index("--metrics-host") + 1] == "0.0.0.0"
+    assert jobs["agentcore-worker"]["authorization"] == jobs["agentcore-api"]["authorization"]
 
 
 def test_prometheus_sends_the_metrics_token_it_is_given() -> None:

@@ -1,6 +1,7 @@
 """A desktop agent host beside a running service: ``agentcore mcp --url`` forwards the tools to
 ``agentcore serve`` (real processes, the SDK's own stdio client), a second process on a served
-data directory stops at once with one line, and ``agentcore mcp`` ends soon after its stdin
+data directory (``mcp``, ``serve``, ``migrate``) stops at once with one line, and ``agentcore
+mcp`` ends soon after its stdin
 closes, in both modes, with work under way. (An owner killed with -9 leaves the directory free:
 ``test_server_process.test_kill_9_after_add_loses_nothing`` serves it again.)"""
 
@@ -147,7 +148,7 @@ def test_a_second_process_on_a_served_directory_stops_at_once(
 ) -> None:
     data_dir = server.env["AGENTCORE_DATA_DIR"]
     assert server.process is not None
-    for argv in (["mcp"], ["serve", "--port", str(free_port())]):
+    for argv in (["mcp"], ["serve", "--port", str(free_port())], ["migrate"]):
         started = time.monotonic()
         # A host keeps stdin open: the process must end on its own.
         with subprocess.Popen(

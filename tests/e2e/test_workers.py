@@ -118,7 +118,8 @@ def _samples(text: str) -> dict[str, float]:
 @pytest.mark.redis
 def test_one_scrape_counts_every_worker_and_the_jobs(tmp_path: Path, postgres_url: str) -> None:
     """``serve --workers 2`` sums its processes' metrics through AGENTCORE_DATA_DIR/metrics, and
-    a Celery worker given that directory adds the compression it ran."""
+    a Celery worker given that directory adds the compression it ran; the worker also serves
+    its own /metrics (its token required), with the job it ran."""
     if not Path("/proc/self/task").is_dir():
         pytest.skip("reads the process tree from /proc (Linux)")
     broker = empty_redis(REDIS_TEST_DB)
@@ -135,9 +136,12 @@ def test_one_scrape_counts_every_worker_and_the_jobs(tmp_path: Path, postgres_ur
     (metrics_dir / "counter_999999999.db").write_bytes(b"")  # a previous run's: cleared
     server = Server(tmp_path / "data", env=env, serve_args=["--workers", "2"])
     server.start(until="/livez")
+    metrics_port = free_port()
     extra = {
         "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir),
         "REDIS_MEMORY_DB": env["REDIS_MEMORY_DB"],
+        "AGENTCORE_WORKER_METRICS_PORT": str(metrics_port),  # its own /metrics too
+        "AGENTCORE_METRICS_TOKEN": "worker-metrics-token",
     }
     try:
         with celery_worker(tmp_path / "worker", postgres_url, broker, **extra) as worker:
@@ -163,6 +167,10 @@ def test_one_scrape_counts_every_worker_and_the_jobs(tmp_path: Path, postgres_ur
                 time.sleep(0.1)
             assert job["status"] == "succeeded", job
             scrape = httpx.get(f"{server.base}/metrics", timeout=30)
+            own = f"http://127.0.0.1:{metrics_port}/metrics"
+            refused = httpx.get(own, timeout=30)
+            bearer = {"authorization": "Bearer worker-metrics-token"}
+            worker_scrape = httpx.get(own, headers=bearer, timeout=30)
             writers = {int(path.stem.rpartition("_")[2]) for path in metrics_dir.glob("*.db")}
     finally:
         server.stop()
@@ -179,3 +187,10 @@ def test_one_scrape_counts_every_worker_and_the_jobs(tmp_path: Path, postgres_ur
     assert "agentcore_store_up{store=database}" in samples  # this process's collector too
     assert set(serving) | {worker.pid} <= writers  # both serving processes and the worker
     assert 999999999 not in writers
+    assert refused.status_code == 401
+    assert worker_scrape.status_code == 200
+    jobs = _samples(worker_scrape.text)
+    ran = {name: n for name, n in jobs.items() if name.startswith("agentcore_worker_jobs_total{")}
+    assert list(ran.values()) == [1], ran  # the compression: one job, its outcome "ok"
+    assert "outcome=ok" in next(iter(ran))
+    assert any(name.startswith("agentcore_worker_job_seconds_count") for name in jobs)

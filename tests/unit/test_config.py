@@ -42,3 +42,28 @@ def test_weights_must_sum_to_one(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MEMORY_RELEVANCE_WEIGHT", "0.9")
     with pytest.raises(ConfigurationError, match=r"MEMORY_RELEVANCE_WEIGHT.*sum to 1"):
         load_settings()
+
+
+def test_jobs_go_to_workers_only_when_a_worker_may_open_the_database(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from agentcore.adapters.jobs.local import InProcessJobQueue
+    from agentcore.bootstrap.adapters import build_job_queue
+
+    monkeypatch.setenv("REDIS_URL", "redis://127.0.0.1:6379/0")
+    sqlite = load_settings()  # with Redis, but the SQLite file: no worker may open it
+    assert not sqlite.jobs_on_workers
+    assert isinstance(build_job_queue(sqlite, {}), InProcessJobQueue)
+    monkeypatch.setenv("DATABASE_URL", "postgresql://u@db:5432/agentcore")
+    assert load_settings().jobs_on_workers
+    monkeypatch.delenv("REDIS_URL")
+    assert not load_settings().jobs_on_workers
+
+
+def test_the_job_stall_threshold_is_a_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert load_settings().job_stall_seconds == 60.0
+    monkeypatch.setenv("JOB_STALL_SECONDS", "300")
+    assert load_settings().job_stall_seconds == 300.0
+    monkeypatch.setenv("JOB_STALL_SECONDS", "0")
+    with pytest.raises(ConfigurationError, match="JOB_STALL_SECONDS"):
+        load_settings()
