@@ -79,7 +79,14 @@ def dashboard_queries() -> list[str]:
 
 
 def test_every_metric_of_the_dashboard_is_exposed(exposition: str) -> None:
-    exposed = queryable(exposition)
+    """By the API's /metrics, or by a Celery worker's own (its jobs)."""
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from agentcore.worker import JobMetrics
+
+    registry = CollectorRegistry()
+    JobMetrics(registry).observe("compress", {"ok": True}, 0.5)
+    exposed = queryable(exposition) | queryable(generate_latest(registry).decode())
     queries = dashboard_queries()
     used = {name for query in queries for name in METRIC_NAME.findall(query)}
     assert all(METRIC_NAME.search(query) for query in queries)
