@@ -25,7 +25,7 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeVar
 
 from celery import Celery
@@ -135,11 +135,10 @@ class WorkerRuntime:
             None if token is None else token.get_secret_value(),
         )
 
-    def collect(self) -> Iterator[Metric]:
-        """The built container's metrics (nothing before it is built)."""
-        container = self._container
-        if container is not None:
-            yield from container.exposition.collect()
+    @property
+    def container(self) -> Container | None:
+        """The container once it is built."""
+        return self._container
 
     def close(self) -> None:
         with self._lock:
@@ -153,13 +152,14 @@ class WorkerRuntime:
 
 
 class _Built(Collector):
-    """What ``WorkerRuntime.collect`` yields, as a collector."""
+    """The metrics of the runtime's container once it is built (none before)."""
 
     def __init__(self, runtime: WorkerRuntime) -> None:
         self._runtime = runtime
 
     def collect(self) -> Iterable[Metric]:
-        return self._runtime.collect()
+        container = self._runtime.container
+        return () if container is None else container.exposition.collect()
 
 
 async def _call(job: Callable[[Container], Awaitable[T]], container: Container) -> T:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 from datetime import datetime
 
 from agentcore.domain.errors import InvalidParams
@@ -46,8 +47,8 @@ def decode_ranked(cursor: str, order: str) -> tuple[float, tuple[datetime, str]]
     try:
         value = float(importance)
     except ValueError:
-        value = float("nan")
-    if not head or value != value:
+        head = ""
+    if not head or math.isnan(value):
         raise InvalidParams(
             "cursor was issued for another sort",
             errors=[{"field": "cursor", "message": "sort differs from the cursor's"}],

@@ -179,8 +179,9 @@ def build_methods(c: Container, discover: Callable[[], dict[str, Any]]) -> dict[
         )
         page = await memory.list_page(request)
         next_cursor = None
-        if page.next_after is not None and page.next_importance is not None and ranked:
-            next_cursor = cursor.encode_ranked(page.next_importance, page.next_after, a.order)
+        if page.next_after is not None and ranked:  # the last row's importance leads the keyset
+            last = page.memories[-1].importance
+            next_cursor = cursor.encode_ranked(last, page.next_after, a.order)
         elif page.next_after is not None:
             next_cursor = cursor.encode(page.next_after, a.order)
         return schemas.ListResult(

@@ -24,11 +24,16 @@ PERSISTENT = (
 )  # narrowest first
 
 
+def goes_upward(source: ScopeLevel, target: ScopeLevel) -> bool:
+    """Whether a memory of ``source`` may be promoted to ``target`` (module doc)."""
+    return target in PERSISTENT and (
+        source in VOLATILE or PERSISTENT.index(target) > PERSISTENT.index(source)
+    )
+
+
 def check_promotion(source: ScopeLevel, target: ScopeLevel) -> None:
     """Raises ``InvalidPromotion`` unless ``source`` → ``target`` goes upward."""
-    if target in PERSISTENT and (
-        source in VOLATILE or PERSISTENT.index(target) > PERSISTENT.index(source)
-    ):
+    if goes_upward(source, target):
         return
     raise InvalidPromotion(
         f"a {source.value} memory cannot be promoted to the {target.value} scope: promotion goes "

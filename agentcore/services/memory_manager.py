@@ -107,11 +107,6 @@ class Page:
     next_after: tuple[datetime, str] | None
     total_count: int
 
-    @property
-    def next_importance(self) -> float | None:
-        """The importance of the last row, which a cursor sorted by importance carries."""
-        return self.memories[-1].importance if self.next_after and self.memories else None
-
 
 class Retire(Enum):
     """What happens to the sources of a derived memory."""

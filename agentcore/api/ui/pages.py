@@ -14,15 +14,15 @@ from agentcore.api import errors
 from agentcore.api.auth import Gate
 from agentcore.api.rpc import JsonRpcEndpoint
 from agentcore.api.schemas import MemoryOut
-from agentcore.domain.access import Access, ApiKey
-from agentcore.domain.errors import MemoryNotFound
-from agentcore.domain.models import ScopeIds, ScopeLevel
-from agentcore.domain.promotion import PERSISTENT, VOLATILE
+from agentcore.domain.access import Access, ApiKey, authorize
+from agentcore.domain.errors import Forbidden, MemoryNotFound
+from agentcore.domain.models import Layer, ScopeIds, ScopeLevel
+from agentcore.domain.promotion import goes_upward
 from agentcore.services.memory_manager import MemoryManager
 
 PAGE_SIZE = 50
 SEARCH_LIMIT = 20
-LAYERS = ("working", "episodic", "semantic", "procedural")
+LAYERS = tuple(layer.value for layer in Layer)
 EDITABLE = ("content", "tags", "critical", "importance")  # what a memory's page may change
 HIDDEN = frozenset({"FORBIDDEN", "MEMORY_NOT_FOUND", "TASK_NOT_FOUND", "STAGE_NOT_FOUND"})
 # What the scope page's filters may hold; anything else in the query string is ignored.
@@ -79,11 +79,13 @@ class Viewer:
         return self.key is None or self.key.access >= Access.WRITE
 
     def may_read(self, scope: Scope) -> bool:
-        return (
-            self.key is None
-            or self.key.access is Access.ADMIN
-            or (self.key.allows(scope.level.id_field, scope.id))
-        )
+        if self.key is None:
+            return True
+        try:
+            authorize(self.key, "memory.list", scope.ids)
+        except Forbidden:
+            return False
+        return True
 
 
 @dataclass(slots=True)
@@ -248,10 +250,8 @@ class Pages:
 
 def promotion_targets(level: ScopeLevel, memory: Mapping[str, Any]) -> list[str]:
     """The levels this memory may be promoted to with the ids it carries."""
-    if level in VOLATILE:
-        above: tuple[ScopeLevel, ...] = PERSISTENT
-    elif level in PERSISTENT:
-        above = PERSISTENT[PERSISTENT.index(level) + 1 :]
-    else:
-        above = ()
-    return [target.value for target in above if memory.get(target.id_field)]
+    return [
+        target.value
+        for target in ScopeLevel
+        if goes_upward(level, target) and memory.get(target.id_field)
+    ]

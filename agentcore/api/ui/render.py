@@ -12,9 +12,7 @@ from urllib.parse import urlencode
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
 from agentcore.api.ui.pages import LAYERS
-
-FACTORS = ("similarity", "recency", "frequency", "stage_relevance", "criticality",
-           "error_correction")  # fmt: skip
+from agentcore.domain.scoring import FACTORS
 
 
 def when(value: Any) -> str:
