@@ -24,7 +24,9 @@ from pydantic import BaseModel, ValidationError
 
 from agentcore.api import errors
 from agentcore.api.metrics import UNKNOWN_METHOD, RpcMetrics
+from agentcore.domain.access import Access, required_access
 from agentcore.domain.errors import AgentCoreError
+from agentcore.services.admission import Admission, Kind
 
 log = logging.getLogger(__name__)
 
@@ -98,13 +100,17 @@ class JsonRpcEndpoint:
         methods: Mapping[str, RpcMethod],
         metrics: RpcMetrics,
         outage: Callable[[Exception], AgentCoreError | None] = lambda _: None,
+        admission: Admission | None = None,
     ) -> None:
         """``outage`` names a failure that means a store is out of reach (the composition
         root's, from the adapters): it is answered as that retryable error, logged on one
-        line, where any other unexpected failure is ``INTERNAL_ERROR`` with its traceback."""
+        line, where any other unexpected failure is ``INTERNAL_ERROR`` with its traceback.
+        ``admission`` decides when a valid call's handler runs (reads before writes under
+        load); without it every call runs at once."""
         self._methods = methods
         self._metrics = metrics
         self._outage = outage
+        self._admission = admission
         self._jsonrpc_methods = {name: self._bind(method) for name, method in methods.items()}
 
     async def handle(self, body: bytes, guard: Guard | None = None) -> Any:
@@ -177,7 +183,11 @@ class JsonRpcEndpoint:
             outcome = "ok"
             try:
                 parsed = method.params.model_validate(params)
-                result = await method.handler(parsed)
+                if self._admission is None:
+                    result = await method.handler(parsed)
+                else:
+                    async with self._admission.turn(_kind(method.name, params)):
+                        result = await method.handler(parsed)
                 return Success(result.model_dump(mode="json"))
             except ValidationError as exc:
                 outcome = "INVALID_PARAMS"
@@ -205,6 +215,10 @@ class JsonRpcEndpoint:
         """The reply to a body or member that is no valid request, counted."""
         self._metrics.observe(UNKNOWN_METHOD, error["data"]["code"], None)
         return _response(request_id, error=error)
+
+
+def _kind(method: str, params: Mapping[str, Any]) -> Kind:
+    return Kind.READ if required_access(method, params) is Access.READ else Kind.WRITE
 
 
 def _cause(exc: AgentCoreError) -> str:

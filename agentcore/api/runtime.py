@@ -54,7 +54,12 @@ async def running(
     runtime = Runtime(
         container,
         methods,
-        JsonRpcEndpoint(methods, RpcMetrics(container.registry), container.outage),
+        JsonRpcEndpoint(
+            methods,
+            RpcMetrics(container.registry),
+            container.outage,
+            container.admission,
+        ),
         Gate(
             keys,
             rate,

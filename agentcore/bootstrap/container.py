@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from agentcore.config import Settings
 from agentcore.domain.errors import AgentCoreError
 from agentcore.services.access import AccessRecorder
+from agentcore.services.admission import Admission
 from agentcore.services.compass.metrics import CompressionMetricsRecorder
 from agentcore.services.compass.orchestration import CompassService
 from agentcore.services.compass.stages import StageManager
@@ -84,6 +85,7 @@ class Container:
     health: HealthService
     startup: StartupChecks
     feed: ChangeFeed  # the memories' history in order: the change stream's source
+    admission: Admission  # which calls run now, and which wait (reads first)
     # Names a failure that means a store is out of reach (adapters/outages.py).
     outage: Callable[[Exception], AgentCoreError | None]
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)

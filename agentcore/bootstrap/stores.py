@@ -4,6 +4,7 @@ lexical index, and the start-up checks run on them."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
@@ -39,6 +40,7 @@ async def open_stores(
     embedder: Embedder | None,
     vectors: VectorStore | None,
     closers: list[Probe],
+    pool_wait: Callable[[float], None] | None = None,
 ) -> Stores:
     """The database, the embedder, the vector store and the lexical index, and the start-up
     checks run on them (a store that is away leaves the service degraded, not down)."""
@@ -47,6 +49,7 @@ async def open_stores(
         settings.store_timeout_seconds,
         pool_size=settings.database_pool_size,
         max_overflow=settings.database_max_overflow,
+        pool_wait=pool_wait,
     )
     closers.append(engine.dispose)
     uow_factory = SqlUnitOfWorkFactory(engine)

@@ -4,11 +4,12 @@ background. Each step is a short function over what the steps before it built.""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, Histogram
 
 from agentcore.adapters.db.history_feed import SqlHistoryFeed
 from agentcore.adapters.db.uow import ping
@@ -33,6 +34,7 @@ from agentcore.domain.clock import Clock, utcnow
 from agentcore.domain.pricing import PriceTable
 from agentcore.domain.scoring import Weights
 from agentcore.services.access import AccessRecorder
+from agentcore.services.admission import Admission, AdmissionMetrics
 from agentcore.services.candidates import Fusion
 from agentcore.services.compass.metrics import CompressionMetricsRecorder
 from agentcore.services.compass.orchestration import COMPRESS_STAGE, CompassService, CompassSettings
@@ -98,12 +100,16 @@ async def _build(
     clock: Clock,
     closers: list[Probe],
 ) -> Container:
-    stores = await open_stores(settings, embedder, vectors, closers)
-    core = _memory_core(settings, stores, clock)
+    registry = CollectorRegistry()
+    admission = Admission(
+        settings.max_running_calls, settings.write_wait_seconds, AdmissionMetrics(registry)
+    )
+    stores = await open_stores(settings, embedder, vectors, closers, _pool_wait(registry))
+    core = _memory_core(settings, stores, clock, admission)
     layers = _layers(settings, stores, core, clock, closers)
     handlers: dict[str, JobHandler] = {REPLAY_VECTORS: partial(_replay_vectors, core.sync)}
     jobs = build_job_queue(settings, handlers)
-    accounts = _accounting(settings, stores, core, jobs, clock, closers)
+    accounts = _accounting(settings, stores, core, jobs, clock, closers, registry)
     reasoning = _reasoning(settings, stores, core, layers.tokens, accounts, jobs, clock, closers)
     lifecycle = _lifecycle(settings, stores, core, layers, clock, accounts.registry)
     handlers[COMPRESS_STAGE] = reasoning.compass.run_compress_job
@@ -156,6 +162,7 @@ async def _build(
         transfer=TransferService(memory, clock),
         consolidator=lifecycle.consolidator,
         access=core.access,
+        admission=admission,
         registry=accounts.registry,
         scraped=accounts.scraped,
         health=accounts.health,
@@ -176,7 +183,18 @@ class _Core:
     memory: MemoryManager
 
 
-def _memory_core(settings: Settings, stores: Stores, clock: Clock) -> _Core:
+def _pool_wait(registry: CollectorRegistry) -> Callable[[float], None]:
+    """The histogram of the database pool's checkouts (PostgreSQL), as the engine's callback."""
+    histogram = Histogram(
+        "agentcore_db_pool_wait_seconds",
+        "Time a unit of work waited for a pooled database connection (0 when one was free)",
+        buckets=(0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0),
+        registry=registry,
+    )
+    return histogram.observe
+
+
+def _memory_core(settings: Settings, stores: Stores, clock: Clock, admission: Admission) -> _Core:
     """Writing, indexing and ranking memories: what every layer is built on."""
     uow_factory, vectors, embedder = stores.uow_factory, stores.vectors, stores.embedder
     sync = VectorSync(uow_factory, vectors, embedder, clock)
@@ -195,6 +213,7 @@ def _memory_core(settings: Settings, stores: Stores, clock: Clock) -> _Core:
         lexical=stores.lexical,
         fusion=Fusion(pool=settings.search_candidates),
         relevance=build_relevance(settings, embedder),
+        saturated=admission.saturated,
     )
     stages = StageManager(
         uow_factory,
@@ -276,9 +295,9 @@ def _accounting(
     jobs: JobQueue,
     clock: Clock,
     closers: list[Probe],
+    registry: CollectorRegistry,
 ) -> _Accounts:
     """Metrics, what models cost, and the health of every component."""
-    registry = CollectorRegistry()
     prices = PriceTable(settings.model_prices)
     prices.require(settings.compression_model, settings.mem0_llm_model, settings.reasoning_model)
     if settings.embedder == "openai":

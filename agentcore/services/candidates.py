@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import NamedTuple, Protocol
@@ -197,9 +197,11 @@ class CandidateGenerator:
         *,
         fresh: FreshVectors | None = None,
         relevance: Relevance | None = None,
+        saturated: Callable[[], bool] = lambda: False,
     ) -> None:
         """``relevance`` ranks the candidates (the hand-set fusion when None; a near-duplicate
-        check, ``dense_only``, always ranks by it)."""
+        check, ``dense_only``, always ranks by it). ``saturated``: whether calls wait for their
+        turn (``services.admission``); a search then leaves the owed texts to the indexer."""
         self._uow_factory = uow_factory
         self._vectors = vectors
         self._embedder = embedder
@@ -209,6 +211,7 @@ class CandidateGenerator:
         self._fresh = FreshVectors() if fresh is None else fresh
         self._fused = FusedRelevance()
         self.relevance: Relevance = relevance or self._fused
+        self._saturated = saturated
 
     async def generate(
         self,
@@ -344,7 +347,7 @@ class CandidateGenerator:
         text is embedded (a near-duplicate check compares cosines to a fixed bar); otherwise
         with the embedder's faster query path, beside the few owed texts of the searched
         scopes not embedded yet (``services.fresh``)."""
-        owed: Claimed = {} if exact else self._fresh.unembedded(flt.scope_keys)
+        owed: Claimed = {} if exact or self._saturated() else self._fresh.unembedded(flt.scope_keys)
         if owed and flt.ids is not None:
             owed = {memory_id: o for memory_id, o in owed.items() if memory_id in set(flt.ids)}
         if exact:

@@ -152,11 +152,19 @@ class EnhancedRetrieval:
         lexical: LexicalIndex | None = None,
         fusion: Fusion | None = None,
         relevance: Relevance | None = None,
+        saturated: Callable[[], bool] = lambda: False,
     ) -> None:
         # what the indexer owes the vector store, compared with queries until it is written
         self.fresh = FreshVectors()
         self._candidates = CandidateGenerator(
-            uow_factory, vectors, embedder, lexical, fusion, fresh=self.fresh, relevance=relevance
+            uow_factory,
+            vectors,
+            embedder,
+            lexical,
+            fusion,
+            fresh=self.fresh,
+            relevance=relevance,
+            saturated=saturated,
         )
         self._uow_factory = uow_factory
         self._vectors = vectors

@@ -68,7 +68,15 @@ class Rig:
         self.embedder = GatedEmbedder()
         clock = FakeClock()
         self.sync = VectorSync(self.store, self.vectors, self.embedder, clock)
-        self.retrieval = EnhancedRetrieval(self.store, self.vectors, self.embedder, clock, 200)
+        self.saturated = False
+        self.retrieval = EnhancedRetrieval(
+            self.store,
+            self.vectors,
+            self.embedder,
+            clock,
+            200,
+            saturated=lambda: self.saturated,
+        )
         self.memory = MemoryManager(
             self.store, self.embedder, self.sync, self.retrieval, clock, 500, 100
         )
@@ -127,6 +135,28 @@ async def test_a_search_embeds_the_owed_texts_nobody_is_embedding() -> None:
     assert await rig.memory.indexed()
     assert rig.embedder.batches == [1]  # the indexer embedded Bob's only: Alice's was known
     assert set(rig.vectors.points) == {first.id, bees.id}
+
+
+async def test_a_saturated_service_leaves_the_owed_texts_to_the_indexer() -> None:
+    """With calls waiting for a place, a search embeds only its query: the owed text is left
+    to the indexer (found by its words meanwhile; this rig has no lexical index)."""
+    rig = Rig()
+    rig.embedder.open.clear()
+    await rig.memory.add(NewMemory("Bob waters the garden", BOB))
+    await asyncio.sleep(0.01)  # the indexer's batch is under way and cannot finish
+    await rig.memory.add(NewMemory("Alice keeps bees", ALICE))
+    rig.saturated = True
+    before = rig.embedder.calls
+    started = time.monotonic()
+    found = await asyncio.wait_for(rig.memory.search(SearchQuery("who keeps bees", ALICE)), 1)
+    assert time.monotonic() - started < EMBEDDING_WAIT  # and waited for nothing under way
+    assert found.results == []
+    assert rig.embedder.calls == before + 1  # the query only
+    rig.saturated = False
+    found = await asyncio.wait_for(rig.memory.search(SearchQuery("who keeps bees", ALICE)), 1)
+    assert [r.memory.content for r in found.results] == ["Alice keeps bees"]
+    rig.embedder.open.set()
+    assert await rig.memory.indexed()
 
 
 async def test_a_search_waits_a_little_for_an_embedding_under_way() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -13,6 +14,7 @@ from agentcore.api.metrics import RpcMetrics
 from agentcore.api.params import Params
 from agentcore.api.rpc import JsonRpcEndpoint, RpcMethod
 from agentcore.domain.errors import Forbidden, MemoryNotFound
+from agentcore.services.admission import Admission
 
 
 class EchoParams(Params):
@@ -209,3 +211,35 @@ async def test_metrics_count_every_outcome_and_time_only_calls_that_ran() -> Non
     assert timed == 3  # the refused call did not run
     unknown = {"method": "unknown"}
     assert registry.get_sample_value("agentcore_rpc_latency_seconds_count", unknown) is None
+
+
+async def test_a_read_runs_while_writes_wait_for_their_turn() -> None:
+    """With an admission of two places (one for writes), a second write waits for the first
+    while a read runs at once; every call is answered once let in."""
+    release = asyncio.Event()
+    ran: list[str] = []
+
+    async def work(p: EchoParams) -> EchoResult:
+        ran.append(p.text)
+        if p.text.startswith("write"):
+            await release.wait()
+        return EchoResult(text=p.text)
+
+    methods = {
+        name: RpcMethod(name, EchoParams, EchoResult, work, "Work.")
+        for name in ("memory.add", "memory.search")
+    }
+    endpoint = JsonRpcEndpoint(
+        methods, RpcMetrics(CollectorRegistry()), admission=Admission(2, write_wait=60)
+    )
+    writes = [
+        asyncio.create_task(endpoint.call("memory.add", {"text": f"write{n}"})) for n in (1, 2)
+    ]
+    for _ in range(5):
+        await asyncio.sleep(0)
+    read = await endpoint.call("memory.search", {"text": "read"})
+    assert read["result"] == {"text": "read"}
+    assert ran == ["write1", "read"]  # the second write still waits
+    release.set()
+    replies = await asyncio.gather(*writes)
+    assert [r["result"]["text"] for r in replies] == ["write1", "write2"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
@@ -15,6 +16,7 @@ from sqlalchemy import event
 from sqlalchemy.dialects.sqlite.aiosqlite import SQLiteDialect_aiosqlite
 from sqlalchemy.engine import URL, Connection, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.pool import AsyncAdaptedQueuePool, ConnectionPoolEntry
 
 from agentcore.adapters.db import sqlite_driver
 
@@ -35,18 +37,28 @@ _SQLITE_PRAGMAS = (
 
 
 def create_engine(
-    url: str, timeout: float = 5.0, *, pool_size: int = 20, max_overflow: int = 10
+    url: str,
+    timeout: float = 5.0,
+    *,
+    pool_size: int = 20,
+    max_overflow: int = 10,
+    pool_wait: Callable[[float], None] | None = None,
 ) -> AsyncEngine:
     """The async engine for ``url`` (``sqlite+aiosqlite:///...`` or ``postgresql+psycopg://...``).
 
     Postgres: connecting, and waiting for a pooled connection, each give up after
     ``timeout`` seconds (an unreachable server fails the call instead of holding it); the
     pool keeps ``pool_size`` connections and opens up to ``max_overflow`` more for a burst
-    (each of those a new server process, closed when returned)."""
+    (each of those a new server process, closed when returned); ``pool_wait`` is told the
+    seconds of each checkout (waiting for a free connection included)."""
     if make_url(url).get_backend_name() == "sqlite":
         return _sqlite_engine(url)
+    pool: dict[str, Any] = {}
+    if pool_wait is not None:
+        pool["poolclass"] = type("TimedPool", (_TimedPool,), {"observe": staticmethod(pool_wait)})
     return create_async_engine(
         url,
+        **pool,
         pool_size=pool_size,
         max_overflow=max_overflow,
         pool_pre_ping=True,
@@ -54,6 +66,20 @@ def create_engine(
         pool_timeout=timeout,
         connect_args={"connect_timeout": max(1, math.ceil(timeout))},
     )
+
+
+class _TimedPool(AsyncAdaptedQueuePool):
+    """The async queue pool, timing each checkout (SQLAlchemy has no event before one: its
+    ``checkout`` event comes after the wait). ``observe`` is set by ``create_engine``."""
+
+    observe: Callable[[float], None]
+
+    def _do_get(self) -> ConnectionPoolEntry:
+        started = time.perf_counter()
+        try:
+            return super()._do_get()
+        finally:
+            self.observe(time.perf_counter() - started)
 
 
 def for_reads(engine: AsyncEngine) -> AsyncEngine:
