@@ -7,16 +7,22 @@ one user's scope with memory.add_batch (from --bulk-streams concurrent callers; 
 memories stored and indexed per second, batches refused), waits until they are indexed, then
 sends --calls calls, half single memory.add (LoCoMo turns not loaded) and half memory.search
 (LoCoMo questions, limit 10), in random order, keeping --in-flight of them outstanding over
-HTTP/1.1 connections (benchmarks/rpc_client.py). Reports calls/s, the latency percentiles of
-each kind, the server's and the client's CPU per call, the errors by code, and checks that
+HTTP/1.1 connections (benchmarks/rpc_client.py): a closed loop, each of --in-flight callers
+sending its next call when the last is answered. With --arrivals-per-second R the loop is
+open instead: calls arrive at random (Poisson, rate R) whatever the answers, each on a free
+connection (one is opened when none is), and a call's latency counts from its arrival.
+Reports calls/s, the latency percentiles of each kind, the server's and the client's CPU per
+call, the errors by code, the server's own p95 waits from its /metrics (a call's wait for its
+turn, by kind; a unit of work's wait for a pooled PostgreSQL connection), and checks that
 every acknowledged add is stored (memory.get of each id after the run: "lost" must be 0).
+Production mode also runs a real Celery worker (`agentcore worker`) beside the server.
 
 Beside it, the floor: the embeddings per second the local model does on this machine's
 cores in large batches (in this process, one thread per core): an add costs one embedding and
 a search one query embedding, so that rate bounds the calls.
 
     .venv/bin/python benchmarks/load.py [--mode embedded|production] [--calls 1000]
-        [--in-flight 50] [--preload 2000] [--bulk-streams 1]
+        [--in-flight 50 | --arrivals-per-second R] [--preload 2000] [--bulk-streams 1]
 """
 
 from __future__ import annotations
@@ -30,9 +36,11 @@ import random
 import sys
 import time
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 import uvloop
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -130,31 +138,33 @@ async def drive(
             calls.append(("memory.add", {"content": f"{fresh[n % len(fresh)]} (#{n})"}))
     rng.shuffle(calls)
     latency: dict[str, list[float]] = {"memory.add": [], "memory.search": []}
+    later: dict[str, list[float]] = {"memory.add": [], "memory.search": []}  # see `steady`
     errors: Counter[str] = Counter()
     acknowledged: list[str] = []
-    queue: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
-    for call in calls:
-        queue.put_nowait(call)
 
-    async def worker(conn: RpcConnection) -> None:
-        while not queue.empty():
-            method, params = queue.get_nowait()
-            started = time.perf_counter()
-            try:
-                reply = await conn.call(method, {**params, "user_id": USER})
-            except (OSError, ConnectionError, asyncio.IncompleteReadError) as exc:
-                errors[type(exc).__name__] += 1
-                await conn.close()
-                continue
-            latency[method].append((time.perf_counter() - started) * 1000)
-            if "error" in reply:
-                errors[reply["error"]["data"]["code"]] += 1
-            elif method == "memory.add":
-                acknowledged.append(reply["result"]["memory_id"])
+    async def send(
+        conn: RpcConnection, method: str, params: dict[str, Any], since: float, first: bool
+    ) -> None:
+        try:
+            reply = await conn.call(method, {**params, "user_id": USER})
+        except (OSError, ConnectionError, asyncio.IncompleteReadError) as exc:
+            errors[type(exc).__name__] += 1
+            await conn.close()
+            return
+        latency[method].append((time.perf_counter() - since) * 1000)
+        if not first:
+            later[method].append(latency[method][-1])
+        if "error" in reply:
+            errors[reply["error"]["data"]["code"]] += 1
+        elif method == "memory.add":
+            acknowledged.append(reply["result"]["memory_id"])
 
     server_cpu, client_cpu = server.ms(), time.process_time()
     started = time.perf_counter()
-    await asyncio.gather(*(worker(conn) for conn in conns))
+    if args.arrivals_per_second:
+        conns += await open_loop(host, port, calls, args.arrivals_per_second, send)
+    else:
+        await closed_loop(conns, calls, send)
     seconds = time.perf_counter() - started
     client_cpu = time.process_time() - client_cpu
     server_cpu = None if server_cpu is None else (server.ms() or 0.0) - server_cpu
@@ -168,18 +178,95 @@ async def drive(
     every = latency["memory.add"] + latency["memory.search"]
     return report | {
         "calls": args.calls,
-        "in_flight": args.in_flight,
+        "in_flight": None if args.arrivals_per_second else args.in_flight,
+        "arrivals_per_second": args.arrivals_per_second,
         "seconds": round(seconds, 2),
         "calls_per_second": round(args.calls / seconds, 1),
         "all": percentiles(every, []),
         "memory.add": percentiles(latency["memory.add"], []),
         "memory.search": percentiles(latency["memory.search"], []),
+        # closed loop: every caller's first call is sent at the same instant, a burst no real
+        # callers make; these leave each caller's first call out
+        "steady": {method: percentiles(values, []) for method, values in later.items()},
         "server_cpu_ms_per_call": None if server_cpu is None else round(server_cpu / args.calls, 2),
         "client_cpu_ms_per_call": round(client_cpu * 1000 / args.calls, 2),
+        "server_waits_p95_ms": server_waits(host, port),
         "errors": dict(errors),
         "acknowledged_adds": len(acknowledged),
         "lost": lost,
     }
+
+
+Send = Callable[[RpcConnection, str, dict[str, Any], float, bool], Awaitable[None]]
+
+
+async def closed_loop(
+    conns: list[RpcConnection], calls: list[tuple[str, dict[str, Any]]], send: Send
+) -> None:
+    """Each connection a caller: its next call when its last is answered."""
+    waiting = list(reversed(calls))
+
+    async def caller(conn: RpcConnection) -> None:
+        first = True
+        while waiting:
+            method, params = waiting.pop()
+            await send(conn, method, params, time.perf_counter(), first)
+            first = False
+
+    await asyncio.gather(*(caller(conn) for conn in conns))
+
+
+async def open_loop(
+    host: str, port: int, calls: list[tuple[str, dict[str, Any]]], rate: float, send: Send
+) -> list[RpcConnection]:
+    """Calls at Poisson arrivals of ``rate`` a second, each on a free connection (a new one
+    when none is free); returns the connections it opened."""
+    rng = random.Random(11)
+    idle: list[RpcConnection] = []
+    opened: list[RpcConnection] = []
+
+    async def one(method: str, params: dict[str, Any], arrival: float) -> None:
+        if idle:
+            conn = idle.pop()
+        else:
+            conn = RpcConnection(host, port)
+            opened.append(conn)
+        await send(conn, method, params, arrival, False)
+        idle.append(conn)
+
+    tasks = []
+    due = time.perf_counter()
+    for method, params in calls:
+        due += rng.expovariate(rate)
+        await asyncio.sleep(max(0.0, due - time.perf_counter()))
+        tasks.append(asyncio.create_task(one(method, params, due)))
+    await asyncio.gather(*tasks)
+    return opened
+
+
+def server_waits(host: str, port: int) -> dict[str, float | None]:
+    """The server's p95 waits in ms from its /metrics histograms (the upper bound of the
+    bucket holding the 95th percentile): a call's wait for its turn, by kind, and a unit of
+    work's wait for a pooled PostgreSQL connection (None in embedded mode: no pool)."""
+    text = httpx.get(f"http://{host}:{port}/metrics", timeout=10).text
+    admission = "agentcore_rpc_admission_wait_seconds"
+    return {
+        "admission_read": histogram_p95(text, admission, 'kind="read"'),
+        "admission_write": histogram_p95(text, admission, 'kind="write"'),
+        "db_pool": histogram_p95(text, "agentcore_db_pool_wait_seconds", ""),
+    }
+
+
+def histogram_p95(text: str, name: str, labels: str) -> float | None:
+    buckets: list[tuple[float, float]] = []
+    for line in text.splitlines():
+        if line.startswith(f"{name}_bucket{{") and labels in line:
+            bound = line.split('le="', 1)[1].split('"', 1)[0]
+            buckets.append((float(bound), float(line.rsplit(" ", 1)[1])))
+    buckets.sort()
+    if not buckets or buckets[-1][1] == 0:
+        return None
+    return next(b * 1000 for b, count in buckets if count >= 0.95 * buckets[-1][1])
 
 
 def main() -> None:
@@ -187,6 +274,9 @@ def main() -> None:
     parser.add_argument("--mode", choices=["embedded", "production"], default="embedded")
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--in-flight", type=int, default=50)
+    parser.add_argument(
+        "--arrivals-per-second", type=float, help="an open loop: Poisson arrivals at this rate"
+    )
     parser.add_argument("--preload", type=int, default=2000)
     parser.add_argument(
         "--bulk-streams", type=int, default=1, help="concurrent memory.add_batch callers"
@@ -194,7 +284,7 @@ def main() -> None:
     args = parser.parse_args()
     turns, questions = corpus()
     report: dict[str, Any] = {"mode": args.mode}
-    with running(args.mode) as (port, server):
+    with running(args.mode, worker=args.mode == "production") as (port, server):
         run = drive("127.0.0.1", port, turns, questions, args, ServerCpu(server.pid))
         report.update(uvloop.run(run))
     report["floor"] = embedding_floor(turns)

@@ -79,10 +79,11 @@ def wait_ready(base: str, seconds: float = 120) -> None:
 
 
 @contextmanager
-def running(mode: str) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
+def running(mode: str, worker: bool = False) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
     """``agentcore serve`` in a fresh data directory, on the embedded default or (``mode``
-    "production") a fresh PostgreSQL database and Redis: its port and process once it is
-    ready; stopped, and the database dropped, afterwards."""
+    "production") a fresh PostgreSQL database and Redis, with ``worker`` a Celery worker
+    (``agentcore worker``) beside it: the server's port and process once it is ready;
+    stopped, and the database dropped, afterwards."""
     with tempfile.TemporaryDirectory() as data_dir:
         database = None
         if mode == "production":
@@ -91,11 +92,17 @@ def running(mode: str) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
             env = embedded_env(data_dir)
         port = free_port()
         server = serve(env, port)
+        jobs = None
+        if worker:
+            command = [sys.executable, "-m", "agentcore.cli", "worker", "--loglevel", "WARNING"]
+            jobs = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
         try:
             wait_ready(f"http://127.0.0.1:{port}")
             yield port, server
         finally:
-            server.terminate()
-            server.wait(timeout=60)
+            for process in (server, jobs):
+                if process is not None:
+                    process.terminate()
+                    process.wait(timeout=60)
             if database is not None:
                 drop_database(database)
