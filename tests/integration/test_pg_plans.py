@@ -11,7 +11,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from sqlalchemy import event
+from sqlalchemy import event, text
 
 from agentcore.adapters.db.engine import create_engine
 from agentcore.adapters.db.lexical.search import SqlLexicalIndex
@@ -133,3 +133,65 @@ def test_the_replay_reads_only_the_failed_outbox_rows(postgres_url: str) -> None
     [statement] = asyncio.run(_failed_writes(postgres_url))
     [plan] = _plans(url, [statement])
     assert "ix_vector_outbox_failed" in plan, plan
+
+
+_NEXT_IN_SESSION = (
+    "SELECT memory_id, body FROM memory_lexical WHERE scope_key = :scope "
+    "AND session_id = :session AND layer = 'episodic' "
+    "AND (created_at, memory_id) > (:at, :id) ORDER BY created_at, memory_id LIMIT :n"
+)
+
+
+async def _prepared_plans(postgres_url: str, url: str) -> tuple[list[Any], str]:
+    """The neighbour lookup of a lexical document run on one connection while its scope is
+    empty (psycopg prepares it on the server after five runs; PostgreSQL plans its first five
+    runs there for their values, then may keep one generic plan), then after the scope grew to
+    5,000 documents: the statement's plan counts, and the plan of its run at that size."""
+    engine = create_engine(postgres_url, pool_size=1, max_overflow=0)
+    params = {"scope": "user:grows", "session": "s1", "at": "2020-01-01", "id": "", "n": 1}
+    try:
+        async with engine.connect() as conn:
+            for _ in range(20):
+                await conn.execute(text(_NEXT_IN_SESSION), params)
+            with psycopg.connect(url, autocommit=True) as other:
+                other.execute(
+                    "INSERT INTO memories (id, content, layer, scope_level, scope_key, user_id, "
+                    "session_id, metadata, tags, critical, flagged, sensitive, importance, "
+                    "access_count, created_at, updated_at, source, compacted_from_ids) "
+                    "SELECT 'g-' || g, 'turn ' || g, 'episodic', 'user', 'user:grows', 'grows', "
+                    "'s' || (g % 250), '{}', '[]', false, false, false, 0.5, 0, now(), now(), "
+                    "'api', '[]' FROM generate_series(1, 5000) AS g"
+                )
+                other.execute(
+                    "INSERT INTO memory_lexical (memory_id, scope_key, layer, session_id, "
+                    "created_at, body) SELECT id, scope_key, layer, session_id, created_at, "
+                    "content FROM memories WHERE scope_key = 'user:grows'"
+                )
+            await conn.execute(text(_NEXT_IN_SESSION), params)
+            counts = (
+                await conn.execute(
+                    text(
+                        "SELECT name, generic_plans, custom_plans FROM pg_prepared_statements "
+                        "WHERE statement LIKE '%FROM memory_lexical WHERE scope_key%'"
+                    )
+                )
+            ).all()
+            [name] = [row[0] for row in counts]
+            explained = await conn.exec_driver_sql(
+                f"EXPLAIN EXECUTE {name}('user:grows', 's1', '2020-01-01', '', 1)"
+            )
+            plan = "\n".join(row[0] for row in explained.all())
+    finally:
+        await engine.dispose()
+    return list(counts), plan
+
+
+def test_a_statement_is_planned_for_the_table_as_it_is_when_it_runs(postgres_url: str) -> None:
+    """A generic plan made while the scope was empty would scan the whole scope for ever
+    after (no ANALYZE here: the tables are never analyzed after the migration's)."""
+    url = postgres_url.replace("postgresql+psycopg://", "postgresql://")
+    [(_, generic, custom)], plan = asyncio.run(_prepared_plans(postgres_url, url))
+    assert generic == 0
+    assert custom >= 1
+    assert "ix_memory_lexical_place" in plan, plan
+    assert "Seq Scan" not in plan, plan

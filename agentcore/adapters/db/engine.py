@@ -36,6 +36,16 @@ _SQLITE_PRAGMAS = (
 )
 
 
+# Every statement planned for the tables as they are when it runs. psycopg prepares a statement
+# on the server after a few runs, and PostgreSQL then keeps one generic plan for it, made for
+# the tables as they were then: a connection that prepared the neighbour lookup of a lexical
+# document or a read of rows by id while a scope was new kept scanning the whole scope or
+# table by it as the scope grew (bulk loading fell from 180 to under 100 memories/s between
+# 40,000 and 70,000), until an ANALYZE happened to replace the plan; with autovacuum off,
+# never. A plan per run costs PostgreSQL a planning (tens of microseconds for these).
+_PG_OPTIONS = "-c plan_cache_mode=force_custom_plan"
+
+
 def create_engine(
     url: str,
     timeout: float = 5.0,
@@ -64,7 +74,7 @@ def create_engine(
         pool_pre_ping=True,
         pool_recycle=1800,
         pool_timeout=timeout,
-        connect_args={"connect_timeout": max(1, math.ceil(timeout))},
+        connect_args={"connect_timeout": max(1, math.ceil(timeout)), "options": _PG_OPTIONS},
     )
 
 
