@@ -115,10 +115,10 @@ class Settings(BaseSettings):
     reasoning_model: str = "gpt-4.1"
 
     # Limits.
-    # Calls a serving process runs at once; more wait for a place, reads (searches, context)
-    # before writes, a write that waited write_wait_seconds in the reads' line (docs/api.md,
-    # "Under load").
-    max_running_calls: int = Field(32, ge=1)
+    # Calls a serving process runs at once (writes at most half); more wait for a place, reads
+    # (searches, context) before writes, a write that waited write_wait_seconds before the
+    # reads (docs/api.md, "Under load").
+    max_running_calls: int = Field(32, ge=2)
     write_wait_seconds: float = Field(2.0, gt=0)
     memory_max_context_length: int = Field(10_000, ge=1, description="max content, characters")
     memory_max_query_length: int = Field(2_000, ge=1, description="max search query, characters")

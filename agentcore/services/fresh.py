@@ -9,8 +9,10 @@ already embedded, compared with the query exactly here beside the vector store's
 from the first search after it: the search embeds the texts nobody is embedding yet itself,
 beside its query, and waits at most ``EMBEDDING_WAIT`` for those whose embedding is under way
 (the indexer's batch, another search's). More owed than that is a backlog, left to the
-indexer. Each text is embedded once: a vector a search computed is kept here for the searches
-after it and handed to the indexer, which embeds only what nobody has (``known``).
+indexer, and so is everything owed while calls wait for a place to run (``admission``: a
+saturated service spends its cores on the calls, not on a search's owed texts). Each text is
+embedded once: a vector a search computed is kept here for the searches after it and handed
+to the indexer, which embeds only what nobody has (``known``).
 """
 
 from __future__ import annotations
