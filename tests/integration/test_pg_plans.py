@@ -14,6 +14,7 @@ import pytest
 from sqlalchemy import event, text
 
 from agentcore.adapters.db.engine import create_engine
+from agentcore.adapters.db.lexical.postgres import TermStats
 from agentcore.adapters.db.lexical.search import SqlLexicalIndex
 from agentcore.adapters.db.uow import SqlUnitOfWorkFactory
 from agentcore.services.ports import VectorFilter
@@ -86,6 +87,9 @@ def _check_plans(url: str, postgres_url: str) -> None:
     assert len(bm25) == len(rows) == len(coverage) == 1
     bm25_plan, rows_plan, coverage_plan = _plans(url, [bm25[0], rows[0], coverage[0]])
     assert "pk_memories" in bm25_plan, bm25_plan
+    # each lexeme's best postings by impact, then the candidates' postings by primary key
+    assert "ix_memory_lexical_terms_impact" in bm25_plan, bm25_plan
+    assert "memory_lexical_terms_pkey" in bm25_plan, bm25_plan
     for index in ("ix_memories_same_text", "ix_memories_keyset"):  # the scope's rows, all
         assert index not in bm25_plan, bm25_plan
     assert "pk_memories" in rows_plan, rows_plan
@@ -195,3 +199,70 @@ def test_a_statement_is_planned_for_the_table_as_it_is_when_it_runs(postgres_url
     assert custom >= 1
     assert "ix_memory_lexical_place" in plan, plan
     assert "Seq Scan" not in plan, plan
+
+
+_EXACT_BM25 = """
+SELECT t.memory_id, sum(
+    w.weight * t.tf * 2.2 / (t.tf + 1.2 * (0.25 + 0.75 * t.doc_len / %(average)s))
+) AS score
+FROM memory_lexical_terms AS t
+JOIN unnest(%(lexemes)s::text[], %(weights)s::float8[]) AS w (lexeme, weight)
+    ON w.lexeme = t.lexeme
+WHERE t.scope_key = %(scope)s
+GROUP BY t.memory_id
+ORDER BY score DESC, t.memory_id
+LIMIT %(limit)s
+"""
+
+
+async def _best_of_both(postgres_url: str, url: str) -> tuple[list[str], list[str]]:
+    """A search's best 30 in a scope where each query lexeme has more postings than a search
+    reads of it (2,000 documents hold "garden", 600 "roses", in bodies of varied lengths),
+    and the exact BM25 best 30 over every posting."""
+    scope = "user:impact"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO memories (id, content, layer, scope_level, scope_key, user_id, metadata, "
+            "tags, critical, flagged, sensitive, importance, access_count, created_at, "
+            "updated_at, source, compacted_from_ids) "
+            "SELECT 'i-' || g, repeat('garden ', 1 + g %% 3) || "
+            "CASE WHEN g %% 10 < 3 THEN repeat('roses ', 1 + g %% 4) ELSE '' END || "
+            "repeat('tools shed fence path ', g %% 5), 'semantic', 'user', %s, 'impact', '{}', "
+            "'[]', false, false, false, 0.5, 0, now(), now(), 'api', '[]' "
+            "FROM generate_series(1, 2000) AS g",
+            (scope,),
+        )
+        conn.execute(
+            "INSERT INTO memory_lexical (memory_id, scope_key, layer, created_at, body) "
+            "SELECT id, scope_key, layer, created_at, content FROM memories WHERE scope_key = %s",
+            (scope,),
+        )
+    engine = create_engine(postgres_url)
+    index = SqlLexicalIndex(engine)
+    flt = VectorFilter([scope], alive_at=1e10)
+    try:
+        hits = await index.search("garden roses", flt, 30)
+        async with engine.connect() as conn:
+            weights = await TermStats().weights(conn, ["garden", "roses"], [scope])
+    finally:
+        await index.close()
+        await engine.dispose()
+    params = {
+        "average": weights.average_length,
+        "lexemes": weights.lexemes,
+        "weights": weights.bm25,
+        "scope": scope,
+        "limit": 30,
+    }
+    with psycopg.connect(url) as conn:
+        exact = [str(row[0]) for row in conn.execute(_EXACT_BM25, params)]
+    return [hit.id for hit in hits], exact
+
+
+def test_a_search_reading_each_lexemes_best_postings_finds_the_exact_best(
+    postgres_url: str,
+) -> None:
+    url = postgres_url.replace("postgresql+psycopg://", "postgresql://")
+    found, exact = asyncio.run(_best_of_both(postgres_url, url))
+    assert len(found) == 30
+    assert set(found) == set(exact)
