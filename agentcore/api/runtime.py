@@ -30,6 +30,7 @@ ACCESS_FLUSH_SECONDS = 1.0  # retrieval access counts are written in batches
 PENDING_STAGES_SECONDS = 5.0  # stages that ended by an automatic transition get compressed
 STARTUP_RETRY_SECONDS = 1.0  # start-up work that waits for a store is retried this often
 SWITCH_INTERVAL_SECONDS = 0.0005
+STATISTICS_SECONDS = 60.0  # PostgreSQL: how often the searched tables' changes are checked
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +111,10 @@ def _loops(settings: Settings, container: Container, stop: asyncio.Event) -> lis
         ),
         ("access-counts", _every(ACCESS_FLUSH_SECONDS, container.access.flush, stop)),
     ]
+    if container.engine.dialect.name == "postgresql":
+        loops.append(
+            ("table-statistics", _every(STATISTICS_SECONDS, container.keep_statistics, stop))
+        )
     if not settings.periodic_jobs_on_workers:  # else Celery beat runs these
         loops.append(
             ("expiry-sweep", _every(settings.expiry_sweep_seconds, container.expiry.sweep, stop))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry
@@ -86,6 +86,8 @@ class Container:
     startup: StartupChecks
     feed: ChangeFeed  # the memories' history in order: the change stream's source
     admission: Admission  # which calls run now, and which wait (reads first)
+    # PostgreSQL: analyze the searched tables that changed a lot (adapters/db/statistics.py)
+    keep_statistics: Callable[[], Awaitable[object]]
     # Names a failure that means a store is out of reach (adapters/outages.py).
     outage: Callable[[Exception], AgentCoreError | None]
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)

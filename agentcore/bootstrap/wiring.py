@@ -12,6 +12,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Histogram
 
 from agentcore.adapters.db.history_feed import SqlHistoryFeed
+from agentcore.adapters.db.statistics import analyze_changed
 from agentcore.adapters.db.uow import ping
 from agentcore.adapters.outages import as_provider_error
 from agentcore.adapters.tokens import BpeTokenCounter
@@ -163,6 +164,7 @@ async def _build(
         consolidator=lifecycle.consolidator,
         access=core.access,
         admission=admission,
+        keep_statistics=partial(analyze_changed, stores.engine),
         registry=accounts.registry,
         scraped=accounts.scraped,
         health=accounts.health,

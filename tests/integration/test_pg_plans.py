@@ -16,6 +16,7 @@ from sqlalchemy import event, text
 from agentcore.adapters.db.engine import create_engine
 from agentcore.adapters.db.lexical.postgres import TermStats
 from agentcore.adapters.db.lexical.search import SqlLexicalIndex
+from agentcore.adapters.db.statistics import LOCK, analyze_changed
 from agentcore.adapters.db.uow import SqlUnitOfWorkFactory
 from agentcore.services.ports import VectorFilter
 
@@ -266,3 +267,50 @@ def test_a_search_reading_each_lexemes_best_postings_finds_the_exact_best(
     found, exact = asyncio.run(_best_of_both(postgres_url, url))
     assert len(found) == 30
     assert set(found) == set(exact)
+
+
+async def _keep(postgres_url: str) -> tuple[list[str], list[str], list[str]]:
+    engine = create_engine(postgres_url)
+    try:
+        first, again = await analyze_changed(engine), await analyze_changed(engine)
+        url = postgres_url.replace("postgresql+psycopg://", "postgresql://")
+        with psycopg.connect(url, autocommit=True) as other:
+            other.execute("SELECT pg_advisory_lock(%s)", (LOCK,))
+            _grow(other, "user:held", 3000)
+            held = await analyze_changed(engine)  # another process is analyzing
+    finally:
+        await engine.dispose()
+    return first, again, held
+
+
+def _grow(conn: psycopg.Connection[Any], scope: str, count: int) -> None:
+    conn.execute(
+        "INSERT INTO memories (id, content, layer, scope_level, scope_key, user_id, metadata, "
+        "tags, critical, flagged, sensitive, importance, access_count, created_at, updated_at, "
+        "source, compacted_from_ids) SELECT %s || '-' || g, 'note ' || g, 'semantic', 'user', "
+        "%s, 'keeper', '{}', '[]', false, false, false, 0.5, 0, now(), now(), 'api', '[]' "
+        "FROM generate_series(1, %s) AS g",
+        (scope, scope, count),
+    )
+    conn.execute("SELECT pg_stat_force_next_flush()")
+
+
+def test_tables_that_changed_a_lot_are_analyzed_once_by_one_process(postgres_url: str) -> None:
+    """What autovacuum does (off on this machine's server): memories grown by 5,000 rows since
+    their last analysis are analyzed, then not again until they change; nothing is done while
+    another process holds the lock."""
+    url = postgres_url.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("ANALYZE memories, memory_lexical, memory_lexical_terms")
+        _grow(conn, "user:keeper", 5000)
+    first, again, held = asyncio.run(_keep(postgres_url))
+    assert first == ["memories"]
+    assert again == []
+    assert held == []
+    with psycopg.connect(url, autocommit=True) as conn:
+        [(analyzed, rows)] = conn.execute(
+            "SELECT last_analyze IS NOT NULL, n_live_tup FROM pg_stat_user_tables "
+            "WHERE relname = 'memories'"
+        ).fetchall()
+        assert analyzed
+        assert rows >= 5000
