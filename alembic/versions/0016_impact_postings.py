@@ -2,8 +2,8 @@
 best first, so a search reads a few hundred postings a lexeme instead of all of them (at
 100,000 memories in one scope a common lexeme has tens of thousands: 0.4-1.1 s a search).
 The impact is the posting's BM25 term weight (k1 1.2, b 0.75) in a scope whose documents hold
-32 distinct lexemes on average: the order of a lexeme's postings by it is their order by BM25
-but where the scope's mean length moves documents of different lengths past each other. SQLite:
+32 distinct lexemes on average: a lexeme's postings in impact order are in BM25 order, except
+where the scope's real mean length would swap two documents of different lengths. SQLite:
 nothing (its large scopes are searched from a stored index, top-k).
 
 Revision ID: 0016
