@@ -10,7 +10,7 @@ index's trigger), then ANALYZE (autovacuum's work; it is off on this machine's s
 same statistics. Reports the agreement of their best 10 and 30 (shared documents over 10 and
 30) and the latency of each.
 
-    .venv/bin/python benchmarks/lexical_pg.py [--documents 100000] [--queries 300]
+    .venv/bin/python benchmarks/lexical_pg.py [--documents 20000] [--queries 150]
 """
 
 from __future__ import annotations
@@ -153,8 +153,8 @@ async def compare(sqlalchemy_url: str, url: str, questions: list[str]) -> dict[s
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--documents", type=int, default=100_000)
-    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--documents", type=int, default=20_000)
+    parser.add_argument("--queries", type=int, default=150)
     args = parser.parse_args()
     turns, questions = corpus()
     asked = random.Random(3).sample(questions, min(args.queries, len(questions)))

@@ -111,7 +111,7 @@ def _loops(settings: Settings, container: Container, stop: asyncio.Event) -> lis
         ),
         ("access-counts", _every(ACCESS_FLUSH_SECONDS, container.access.flush, stop)),
     ]
-    if container.engine.dialect.name == "postgresql":
+    if container.keep_statistics is not None:
         loops.append(
             ("table-statistics", _every(STATISTICS_SECONDS, container.keep_statistics, stop))
         )

@@ -86,8 +86,9 @@ class Container:
     startup: StartupChecks
     feed: ChangeFeed  # the memories' history in order: the change stream's source
     admission: Admission  # which calls run now, and which wait (reads first)
-    # PostgreSQL: analyze the searched tables that changed a lot (adapters/db/statistics.py)
-    keep_statistics: Callable[[], Awaitable[object]]
+    # PostgreSQL: analyze the searched tables that changed a lot (adapters/db/statistics.py);
+    # None on SQLite
+    keep_statistics: Callable[[], Awaitable[object]] | None
     # Names a failure that means a store is out of reach (adapters/outages.py).
     outage: Callable[[Exception], AgentCoreError | None]
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)

@@ -164,7 +164,11 @@ async def _build(
         consolidator=lifecycle.consolidator,
         access=core.access,
         admission=admission,
-        keep_statistics=partial(analyze_changed, stores.engine),
+        keep_statistics=(
+            partial(analyze_changed, stores.engine)
+            if stores.engine.dialect.name == "postgresql"
+            else None
+        ),
         registry=accounts.registry,
         scraped=accounts.scraped,
         health=accounts.health,

@@ -19,6 +19,13 @@ async def _hold(
         await go.wait()
 
 
+def _calls(
+    admission: Admission, kind: Kind, order: list[str], go: asyncio.Event, *names: str
+) -> list[asyncio.Task[None]]:
+    """One call of ``kind`` per name, each holding its place until ``go``."""
+    return [asyncio.create_task(_hold(admission, kind, order, name, go)) for name in names]
+
+
 async def _settle() -> None:
     for _ in range(5):
         await asyncio.sleep(0)
@@ -28,17 +35,12 @@ async def test_reads_waiting_go_before_writes_that_came_first() -> None:
     admission = Admission(2, write_wait=60)
     order: list[str] = []
     go = asyncio.Event()
-    running = [
-        asyncio.create_task(_hold(admission, Kind.READ, order, f"r{n}", go)) for n in range(2)
-    ]
+    running = _calls(admission, Kind.READ, order, go, "r0", "r1")
     await _settle()
     assert admission.saturated() is False
-    waiting = [
-        asyncio.create_task(_hold(admission, Kind.WRITE, order, "w1", go)),
-        asyncio.create_task(_hold(admission, Kind.WRITE, order, "w2", go)),
-    ]
+    waiting = _calls(admission, Kind.WRITE, order, go, "w1", "w2")
     await _settle()
-    waiting.append(asyncio.create_task(_hold(admission, Kind.READ, order, "r3", go)))
+    waiting += _calls(admission, Kind.READ, order, go, "r3")
     await _settle()
     assert order == ["r0", "r1"]
     assert admission.saturated()
@@ -53,12 +55,10 @@ async def test_writes_take_at_most_half_the_places_and_a_read_gets_one() -> None
     admission = Admission(4, write_wait=60)
     order: list[str] = []
     go = asyncio.Event()
-    writes = [
-        asyncio.create_task(_hold(admission, Kind.WRITE, order, f"w{n}", go)) for n in range(4)
-    ]
+    writes = _calls(admission, Kind.WRITE, order, go, "w0", "w1", "w2", "w3")
     await _settle()
     assert order == ["w0", "w1"]  # two more wait although two places are free
-    read = asyncio.create_task(_hold(admission, Kind.READ, order, "r", go))
+    [read] = _calls(admission, Kind.READ, order, go, "r")
     await _settle()
     assert order == ["w0", "w1", "r"]  # the read did not queue behind the waiting writes
     go.set()
@@ -70,15 +70,11 @@ async def test_a_write_that_waited_too_long_goes_before_the_reads() -> None:
     admission = Admission(2, write_wait=0.05)
     order: list[str] = []
     first, rest = asyncio.Event(), asyncio.Event()
-    running = [
-        asyncio.create_task(_hold(admission, Kind.READ, order, f"r{n}", first)) for n in range(2)
-    ]
+    running = _calls(admission, Kind.READ, order, first, "r0", "r1")
     await _settle()
-    write = asyncio.create_task(_hold(admission, Kind.WRITE, order, "w", rest))
+    [write] = _calls(admission, Kind.WRITE, order, rest, "w")
     await asyncio.sleep(0.1)
-    reads = [
-        asyncio.create_task(_hold(admission, Kind.READ, order, f"late{n}", rest)) for n in range(2)
-    ]
+    reads = _calls(admission, Kind.READ, order, rest, "late0", "late1")
     await _settle()
     first.set()
     await asyncio.gather(*running)
@@ -93,12 +89,9 @@ async def test_a_caller_that_gives_up_waiting_leaves_its_place_to_the_next() -> 
     admission = Admission(2, write_wait=60, metrics=AdmissionMetrics(registry))
     order: list[str] = []
     go = asyncio.Event()
-    running = [
-        asyncio.create_task(_hold(admission, Kind.READ, order, f"r{n}", go)) for n in range(2)
-    ]
+    running = _calls(admission, Kind.READ, order, go, "r0", "r1")
     await _settle()
-    gives_up = asyncio.create_task(_hold(admission, Kind.READ, order, "gone", go))
-    stays = asyncio.create_task(_hold(admission, Kind.READ, order, "stays", go))
+    gives_up, stays = _calls(admission, Kind.READ, order, go, "gone", "stays")
     await _settle()
     assert registry.get_sample_value("agentcore_rpc_admission_waiting", {"kind": "read"}) == 2
     gives_up.cancel()
@@ -121,12 +114,9 @@ async def test_a_caller_cancelled_after_being_let_in_frees_its_place() -> None:
     admission = Admission(2, write_wait=60)
     order: list[str] = []
     go = asyncio.Event()
-    running = [
-        asyncio.create_task(_hold(admission, Kind.READ, order, f"r{n}", go)) for n in range(2)
-    ]
+    running = _calls(admission, Kind.READ, order, go, "r0", "r1")
     await _settle()
-    late = asyncio.create_task(_hold(admission, Kind.READ, order, "late", go))
-    after = asyncio.create_task(_hold(admission, Kind.READ, order, "after", go))
+    late, after = _calls(admission, Kind.READ, order, go, "late", "after")
     await _settle()
     go.set()
     await asyncio.sleep(0)  # the holders finish and let the two in; cancel one before it runs

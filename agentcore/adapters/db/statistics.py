@@ -38,9 +38,7 @@ _CHANGED = text(
 
 async def analyze_changed(engine: AsyncEngine) -> list[str]:
     """Analyze the ``TABLES`` that changed by more than their share since they were last
-    analyzed; returns their names. SQLite: nothing to do."""
-    if engine.dialect.name != "postgresql":
-        return []
+    analyzed; returns their names. PostgreSQL only."""
     async with engine.connect() as conn:
         conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
         if not await conn.scalar(text("SELECT pg_try_advisory_lock(:key)"), {"key": LOCK}):
