@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from typing import Any
+from unittest.mock import patch
 
 import psycopg
 import pytest
@@ -59,21 +60,24 @@ def _plans(url: str, statements: list[tuple[str, Any]]) -> list[str]:
 
 
 async def _search_and_lookup(postgres_url: str) -> list[tuple[str, Any]]:
-    """The statements a lexical search and its lookup send."""
+    """The statements a lexical search and its lookup send to psycopg (some through
+    SQLAlchemy, some straight to the driver)."""
     engine = create_engine(postgres_url)
     sent: list[tuple[str, Any]] = []
+    execute = psycopg.AsyncCursor.execute
 
-    def record(conn: Any, cursor: Any, sql: str, params: Any, *_: Any) -> None:
-        sent.append((sql, params))
+    async def record(cursor: Any, sql: Any, params: Any = None, **kwargs: Any) -> Any:
+        sent.append((str(sql), params))
+        return await execute(cursor, sql, params, **kwargs)
 
-    event.listen(engine.sync_engine, "before_cursor_execute", record)
     index = SqlLexicalIndex(engine)
     try:
-        flt = VectorFilter([SCOPE], alive_at=1e10)
-        hits = await index.search("garden notes", flt, 10)
-        assert len(hits) == 10
-        lookup = await index.lookup("garden notes", flt, [hit.id for hit in hits])
-        assert len(lookup.memories) == 10
+        with patch.object(psycopg.AsyncCursor, "execute", record):
+            flt = VectorFilter([SCOPE], alive_at=1e10)
+            hits = await index.search("garden notes", flt, 10)
+            assert len(hits) == 10
+            lookup = await index.lookup("garden notes", flt, [hit.id for hit in hits])
+            assert len(lookup.memories) == 10
     finally:
         await index.close()
         await engine.dispose()

@@ -16,7 +16,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from agentcore.adapters.db.engine import create_engine
-from agentcore.adapters.db.memory_rows import sqlite_memories
+from agentcore.adapters.db.memory_rows import pg_memories, sqlite_memories
 from agentcore.adapters.db.migrate import head_revision, upgrade
 from agentcore.adapters.db.uow import SqlUnitOfWorkFactory, ping
 from agentcore.domain.errors import Conflict, MemoryNotFound
@@ -124,17 +124,23 @@ async def test_every_field_round_trips_with_utc_datetimes(uows: SqlUnitOfWorkFac
     assert stored.created_at.microsecond == 891011
 
 
-async def test_sqlite_cursor_reads_memories_as_sqlalchemy_does(
+async def test_driver_readers_read_memories_as_sqlalchemy_does(
     uows: SqlUnitOfWorkFactory, engine: AsyncEngine
 ) -> None:
-    if engine.dialect.name != "sqlite":
-        pytest.skip("the search's SQLite reader")
+    """The search's readers of candidate rows, straight from the driver: SQLite's, and
+    PostgreSQL's in a session whose time zone is not UTC."""
     full, plain = full_memory(), make_memory()
     await add_all(uows, full, plain)
+    wanted = [plain.id, full.id, plain.id, new_id()]
     async with engine.connect() as conn:
-        read = await conn.run_sync(sqlite_memories, [plain.id, full.id, plain.id, new_id()])
+        if engine.dialect.name == "sqlite":
+            read = await conn.run_sync(sqlite_memories, wanted)
+        else:
+            await conn.execute(text("SET LOCAL TIME ZONE 'America/New_York'"))
+            read = await pg_memories(conn, wanted)
     assert sorted(read, key=lambda m: m.id) == sorted([full, plain], key=lambda m: m.id)
     assert_utc(*(m.created_at for m in read), *(m.expires_at for m in read if m.id == full.id))
+    assert all(m.created_at.tzinfo is UTC for m in read)
 
 
 async def test_defaults_round_trip(uows: SqlUnitOfWorkFactory) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
@@ -15,7 +15,7 @@ from sqlalchemy import create_engine as sa_create_engine
 from sqlalchemy import event
 from sqlalchemy.dialects.sqlite.aiosqlite import SQLiteDialect_aiosqlite
 from sqlalchemy.engine import URL, Connection, make_url
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import AsyncAdaptedQueuePool, ConnectionPoolEntry
 
 from agentcore.adapters.db import sqlite_driver
@@ -180,6 +180,21 @@ class ThreadedReader:
     async def close(self) -> None:
         await asyncio.to_thread(self._executor.shutdown, wait=True)
         self._engine.dispose()
+
+
+async def pg_driver_rows(
+    conn: AsyncConnection, sql: str, params: Mapping[str, Any]
+) -> list[tuple[Any, ...]]:
+    """The rows of one PostgreSQL statement (psycopg's ``%(name)s`` placeholders) on ``conn``'s
+    connection, as tuples straight from psycopg: for the search's hot statements, where
+    SQLAlchemy's statement and result handling took more of the event loop than PostgreSQL's
+    work (a search's two row reads, 6.6 of its 22 ms of CPU). The statement's text is the same
+    for every call (arrays as parameters, never a list of placeholders), so psycopg converts it
+    once and prepares it on the server."""
+    raw = await conn.get_raw_connection()
+    async with raw.driver_connection.cursor() as cursor:  # type: ignore[union-attr]
+        await cursor.execute(sql, params)
+        return list(await cursor.fetchall())
 
 
 def driver_rows(conn: Connection, sql: str, params: Sequence[Any]) -> list[Any]:

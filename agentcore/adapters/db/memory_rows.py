@@ -1,19 +1,21 @@
 """Memories as rows of the memories table and back: the column values of a memory, a memory
-from a row (SQLAlchemy Core, no ORM identity map), and the search's fast path that reads
-candidate rows through the SQLite driver directly."""
+from a row (SQLAlchemy Core, no ORM identity map), and the search's fast paths that read
+candidate rows through the SQLite or PostgreSQL driver directly."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import fields
+from datetime import UTC, datetime
 from typing import Any, cast
 
 from sqlalchemy import JSON, Boolean, Column, Select, Table, select
 from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from agentcore.adapters.db.dialect import chunks
-from agentcore.adapters.db.engine import driver_rows
+from agentcore.adapters.db.engine import driver_rows, pg_driver_rows
 from agentcore.adapters.db.tables import MemoryRow
 from agentcore.adapters.db.types import UTCDateTime, sqlite_datetime
 from agentcore.domain.models import Layer, Memory, ScopeIds, ScopeLevel
@@ -113,13 +115,33 @@ def sqlite_memories(conn: Connection, memory_ids: Sequence[str]) -> list[Memory]
     for part in chunks(list(dict.fromkeys(memory_ids))):
         marks = ", ".join("?" * len(part))
         for row in driver_rows(conn, f"{_SQLITE_SELECT} WHERE id IN ({marks})", part):
-            values = dict(zip(_SQLITE_COLUMNS, row, strict=True))
+            values = dict(zip(_COLUMNS, row, strict=True))
             for name, read in _SQLITE_CONVERTED:
                 value = values[name]
                 if value is not None:
                     values[name] = read(value)
             found.append(memory_from_row(values))
     return found
+
+
+async def pg_memories(conn: AsyncConnection, memory_ids: Sequence[str]) -> list[Memory]:
+    """The memories of ``memory_ids`` (any order; duplicates once) read as psycopg's tuples
+    (``pg_driver_rows``): psycopg decodes JSON, booleans and times itself; times are given in
+    UTC as ``UTCDateTime`` gives them."""
+    found: list[Memory] = []
+    ids = list(dict.fromkeys(memory_ids))
+    for row in await pg_driver_rows(conn, _PG_SELECT, {"ids": ids}):
+        values = dict(zip(_COLUMNS, row, strict=True))
+        for name in _PG_TIMES:
+            value = values[name]
+            if value is not None:
+                values[name] = _utc(value)
+        found.append(memory_from_row(values))
+    return found
+
+
+def _utc(value: datetime) -> datetime:
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def _sqlite_reader(column: Column[Any]) -> Callable[[Any], Any] | None:
@@ -143,13 +165,18 @@ def _json(value: str) -> Any:
     return json.loads(value)
 
 
-_SQLITE_COLUMNS = tuple(column.name for column in MEMORIES.columns)
+_COLUMNS = tuple(column.name for column in MEMORIES.columns)
 _SQLITE_CONVERTED = [
     (column.name, read)
     for column in MEMORIES.columns
     if (read := _sqlite_reader(column)) is not None
 ]
-_SQLITE_SELECT = f"SELECT {', '.join(_SQLITE_COLUMNS)} FROM {MEMORIES.name}"
+_SQLITE_SELECT = f"SELECT {', '.join(_COLUMNS)} FROM {MEMORIES.name}"
+_PG_TIMES = [column.name for column in MEMORIES.columns if isinstance(column.type, UTCDateTime)]
+_PG_SELECT = (
+    f"SELECT {', '.join(f'{MEMORIES.name}.{name}' for name in _COLUMNS)} FROM {MEMORIES.name} "
+    "WHERE id = ANY(%(ids)s::text[])"
+)
 
 
 def select_memories() -> Select[Any]:

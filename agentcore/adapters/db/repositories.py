@@ -36,6 +36,7 @@ from agentcore.adapters.db.memory_rows import (
     MEMORIES,
     memory_from_row,
     memory_values,
+    pg_memories,
     select_by_ids,
     select_memories,
 )
@@ -102,6 +103,8 @@ class SqlMemoryRepository:
     async def get_many(
         self, memory_ids: Sequence[str], where: Filter | None = None
     ) -> list[Memory]:
+        if where is None and self._dialect == "postgresql":
+            return await pg_memories(await self._session.connection(), memory_ids)
         found: list[Memory] = []
         for stmt in select_by_ids(memory_ids):
             if where is not None:

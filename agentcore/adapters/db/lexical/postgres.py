@@ -23,6 +23,7 @@ from sqlalchemy import Float, Integer, String, bindparam, column, text
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from agentcore.adapters.db.engine import pg_driver_rows
 from agentcore.adapters.db.lexical.coverage import K1, bm25_idf, idf
 from agentcore.adapters.db.lexical.writer import FTS_TABLE, FTS_TERMS, PG_CONFIG
 
@@ -74,7 +75,7 @@ class TermStats:
         if new:
             if len(self._lexemes) + len(new) > _CACHE:
                 self._lexemes.clear()
-            rows = await conn.execute(_LEXEMES, {"words": new})
+            rows = await pg_driver_rows(conn, _LEXEMES, {"words": new})
             self._lexemes.update((str(row[0]), tuple(row[1] or ())) for row in rows)
         return [lexeme for term in terms for lexeme in self._lexemes.get(term, ())]
 
@@ -87,7 +88,7 @@ class TermStats:
         now = self._clock()
         cached = self._scopes.get(keys)
         if cached is None or cached[0] <= now:
-            row = (await conn.execute(_SCOPE_STATS, {"keys": list(keys)})).one()
+            (row,) = await pg_driver_rows(conn, _SCOPE_STATS, {"keys": list(keys)})
             documents = int(row[0])
             if len(self._scopes) >= _CACHE:
                 self._scopes.clear()
@@ -105,7 +106,7 @@ class TermStats:
         if missing:
             counts = dict.fromkeys(missing, 0)
             params = {"keys": list(keys), "lexemes": missing}
-            for row in await conn.execute(_HOLDING, params):
+            for row in await pg_driver_rows(conn, _HOLDING, params):
                 counts[str(row[0])] = int(row[1])
             if len(self._holding) + len(missing) > _CACHE:
                 self._holding.clear()
@@ -114,21 +115,34 @@ class TermStats:
         return [self._holding[(keys, lexeme)][1] for lexeme in lexemes]
 
 
-def bm25_statement(weights: QueryWeights, scope_keys: Sequence[str], prefetch: int) -> Any:
-    """The best ``prefetch`` (memory_id, score) of the scopes by BM25F, as a text clause: of
-    the documents among their lexemes' best ``prefetch`` × ``PER_LEXEME`` postings by impact."""
+def bm25_statement() -> Any:
+    """The best ``prefetch`` (memory_id, score) of the scopes by BM25F, as a text clause whose
+    values are parameters (``bm25_params``): of the documents among their lexemes' best
+    ``prefetch`` × ``PER_LEXEME`` postings by impact."""
     return (
         text(_BM25)
         .bindparams(
-            bindparam("lexemes", weights.lexemes, type_=ARRAY(String())),
-            bindparam("weights", weights.bm25, type_=ARRAY(Float())),
-            bindparam("average_length", weights.average_length, type_=Float()),
-            bindparam("keys", list(dict.fromkeys(scope_keys)), type_=ARRAY(String())),
-            bindparam("prefetch", prefetch, type_=Integer()),
-            bindparam("per_lexeme", prefetch * PER_LEXEME, type_=Integer()),
+            bindparam("lexemes", type_=ARRAY(String())),
+            bindparam("weights", type_=ARRAY(Float())),
+            bindparam("average_length", type_=Float()),
+            bindparam("keys", type_=ARRAY(String())),
+            bindparam("prefetch", type_=Integer()),
+            bindparam("per_lexeme", type_=Integer()),
         )
         .columns(column("memory_id", String()), column("score", Float()))
     )
+
+
+def bm25_params(weights: QueryWeights, scope_keys: Sequence[str], prefetch: int) -> dict[str, Any]:
+    """The values of ``bm25_statement``'s parameters."""
+    return {
+        "lexemes": weights.lexemes,
+        "weights": weights.bm25,
+        "average_length": weights.average_length,
+        "keys": list(dict.fromkeys(scope_keys)),
+        "prefetch": prefetch,
+        "per_lexeme": prefetch * PER_LEXEME,
+    }
 
 
 async def coverage(
@@ -148,20 +162,23 @@ async def coverage(
         "keys": list(dict.fromkeys(scope_keys)),
         "ids": list(memory_ids),
     }
-    rows = await conn.execute(_COVERAGE, params)
+    rows = await pg_driver_rows(conn, _COVERAGE, params)
     return {str(row[0]): min(float(row[1]) / whole, 1.0) for row in rows}
 
 
-_LEXEMES = text(
-    f"SELECT w, tsvector_to_array(to_tsvector('{PG_CONFIG}', w)) FROM unnest(:words) AS w"
-).bindparams(bindparam("words", type_=ARRAY(String())))
-_SCOPE_STATS = text(
-    f"SELECT count(*), avg(doc_len)::float8 FROM {FTS_TABLE} WHERE scope_key = ANY(:keys)"
-).bindparams(bindparam("keys", type_=ARRAY(String())))
-_HOLDING = text(
+# psycopg's placeholders: run through the driver (``pg_driver_rows``).
+_LEXEMES = (
+    f"SELECT w, tsvector_to_array(to_tsvector('{PG_CONFIG}', w)) "
+    "FROM unnest(%(words)s::text[]) AS w"
+)
+_SCOPE_STATS = (
+    f"SELECT count(*), avg(doc_len)::float8 FROM {FTS_TABLE} "
+    "WHERE scope_key = ANY(%(keys)s::text[])"
+)
+_HOLDING = (
     f"SELECT lexeme, count(*) FROM {FTS_TERMS} "
-    "WHERE scope_key = ANY(:keys) AND lexeme = ANY(:lexemes) GROUP BY lexeme"
-).bindparams(bindparam("keys", type_=ARRAY(String())), bindparam("lexemes", type_=ARRAY(String())))
+    "WHERE scope_key = ANY(%(keys)s::text[]) AND lexeme = ANY(%(lexemes)s::text[]) GROUP BY lexeme"
+)
 # BM25F (tf: the weighted count of a lexeme's positions; doc_len: the document's number of
 # distinct lexemes) with the idf of each lexeme given, over the candidates: in each scope, each
 # lexeme's best ``per_lexeme`` postings by impact (the index of migration 0016 reads them in
@@ -196,18 +213,12 @@ LIMIT :prefetch
 """
 # Scopes and lexemes as well as ids: the postings' primary key (scope_key, lexeme, memory_id)
 # finds them whatever the statistics (by ids alone, a fresh table's postings were scanned).
-_COVERAGE = text(
-    f"""
+_COVERAGE = f"""
 SELECT t.memory_id, sum(w.weight)
 FROM {FTS_TERMS} AS t
-JOIN unnest(CAST(:lexemes AS text[]), CAST(:weights AS float8[])) AS w (lexeme, weight)
+JOIN unnest(%(lexemes)s::text[], %(weights)s::float8[]) AS w (lexeme, weight)
     ON w.lexeme = t.lexeme
-WHERE t.scope_key = ANY(:keys) AND t.lexeme = ANY(:lexemes) AND t.memory_id = ANY(:ids)
+WHERE t.scope_key = ANY(%(keys)s::text[]) AND t.lexeme = ANY(%(lexemes)s::text[])
+    AND t.memory_id = ANY(%(ids)s::text[])
 GROUP BY t.memory_id
 """
-).bindparams(
-    bindparam("lexemes", type_=ARRAY(String())),
-    bindparam("weights", type_=ARRAY(Float())),
-    bindparam("keys", type_=ARRAY(String())),
-    bindparam("ids", type_=ARRAY(String())),
-)
