@@ -12,8 +12,9 @@ sending its next call when the last is answered. With --arrivals-per-second R th
 open instead: calls arrive at random (Poisson, rate R) whatever the answers, each on a free
 connection (one is opened when none is), and a call's latency counts from its arrival.
 Reports calls/s, the latency percentiles of each kind, the server's and the client's CPU per
-call, the errors by code, the server's own p95 waits from its /metrics (a call's wait for its
-turn, by kind; a unit of work's wait for a pooled PostgreSQL connection), and checks that
+call and the whole machine's (every process: worker, PostgreSQL and Redis too), the errors by
+code, the server's own p95 waits from its /metrics (a call's wait for its turn, by kind; a unit
+of work's wait for a pooled PostgreSQL connection), and checks that
 every acknowledged add is stored (memory.get of each id after the run: "lost" must be 0).
 Production mode also runs a real Celery worker (`agentcore worker`) beside the server.
 
@@ -159,7 +160,7 @@ async def drive(
         elif method == "memory.add":
             acknowledged.append(reply["result"]["memory_id"])
 
-    server_cpu, client_cpu = server.ms(), time.process_time()
+    server_cpu, client_cpu, machine = server.ms(), time.process_time(), machine_ticks()
     started = time.perf_counter()
     if args.arrivals_per_second:
         conns += await open_loop(host, port, calls, args.arrivals_per_second, send)
@@ -168,6 +169,7 @@ async def drive(
     seconds = time.perf_counter() - started
     client_cpu = time.process_time() - client_cpu
     server_cpu = None if server_cpu is None else (server.ms() or 0.0) - server_cpu
+    busy, ticks = (after - before for after, before in zip(machine_ticks(), machine, strict=True))
 
     lost = 0
     for memory_id in acknowledged:
@@ -190,11 +192,24 @@ async def drive(
         "steady": {method: percentiles(values, []) for method, values in later.items()},
         "server_cpu_ms_per_call": None if server_cpu is None else round(server_cpu / args.calls, 2),
         "client_cpu_ms_per_call": round(client_cpu * 1000 / args.calls, 2),
+        # every process of the machine (server, worker, PostgreSQL, Redis, this client)
+        "machine_cpu_ms_per_call": round(busy * 1000 / TICK / args.calls, 2),
+        "machine_busy": round(busy / ticks, 2) if ticks else None,
         "server_waits_p95_ms": server_waits(host, port),
         "errors": dict(errors),
         "acknowledged_adds": len(acknowledged),
         "lost": lost,
     }
+
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def machine_ticks() -> tuple[int, int]:
+    """(busy, all) clock ticks of every core since boot (/proc/stat): busy is all but idle and
+    I/O wait."""
+    values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return sum(values) - values[3] - values[4], sum(values)
 
 
 Send = Callable[[RpcConnection, str, dict[str, Any], float, bool], Awaitable[None]]

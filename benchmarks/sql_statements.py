@@ -5,7 +5,7 @@ Builds the service in this process on a fresh, migrated Postgres database and Re
 qdrant-edge in a temporary directory, as benchmarks/load.py --mode production), loads
 --preload LoCoMo turns into one user's scope with memory.add_batch, waits until they are
 indexed, then sends --calls JSON-RPC memory.add calls and --calls memory.search calls one at a
-time through the service's JSON-RPC endpoint. Every statement SQLAlchemy sends is recorded
+time through the service's JSON-RPC endpoint. Every statement sent to psycopg is recorded
 (with its parameters), plus the pool's checkouts (each pings the server first:
 ``pool_pre_ping``), the transactions begun (BEGIN, then COMMIT or ROLLBACK; none in
 autocommit) and the commits. Statements are attributed to the call they ran in; the
@@ -74,21 +74,24 @@ class Recorder:
 
 
 CURRENT: list[Recorder] = []  # the recording under way, if any
+_PING = ";"  # pool_pre_ping's statement (psycopg): counted with the checkouts
 
 
 def install() -> None:
-    """Listen to every engine and pool of this process."""
-    starts: dict[int, float] = {}
+    """Listen to every engine and pool of this process, and to psycopg's cursors: the service
+    sends some statements straight to the driver (``engine.pg_driver_rows``)."""
+    execute = psycopg.AsyncCursor.execute
 
-    @event.listens_for(Engine, "before_cursor_execute")
-    def before(conn: Any, cursor: Any, sql: str, params: Any, *_: Any) -> None:
-        starts[id(cursor)] = time.perf_counter()
+    async def recorded(cursor: Any, sql: Any, params: Any = None, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return await execute(cursor, sql, params, **kwargs)
+        finally:
+            if CURRENT and str(sql) != _PING:
+                seconds = time.perf_counter() - started
+                CURRENT[0].statements.append(Statement(str(sql), seconds, params))
 
-    @event.listens_for(Engine, "after_cursor_execute")
-    def after(conn: Any, cursor: Any, sql: str, params: Any, *_: Any) -> None:
-        started = starts.pop(id(cursor), None)
-        if CURRENT and started is not None:
-            CURRENT[0].statements.append(Statement(sql, time.perf_counter() - started, params))
+    psycopg.AsyncCursor.execute = recorded  # type: ignore[method-assign]
 
     @event.listens_for(Engine, "begin")
     def begin(conn: Any) -> None:

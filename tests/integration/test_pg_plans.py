@@ -15,6 +15,7 @@ import pytest
 from sqlalchemy import event, text
 
 from agentcore.adapters.db.engine import create_engine
+from agentcore.adapters.db.lexical import postgres
 from agentcore.adapters.db.lexical.postgres import TermStats
 from agentcore.adapters.db.lexical.search import SqlLexicalIndex
 from agentcore.adapters.db.statistics import LOCK, analyze_changed
@@ -84,16 +85,17 @@ async def _search_and_lookup(postgres_url: str) -> list[tuple[str, Any]]:
     return sent
 
 
-def _check_plans(url: str, postgres_url: str) -> None:
+def _check_plans(url: str, postgres_url: str, whole: bool) -> None:
     sent = asyncio.run(_search_and_lookup(postgres_url))
     bm25 = [s for s in sent if "WITH bm25" in s[0]]
     rows = [s for s in sent if s[0].lstrip().startswith("SELECT memories.id")]
-    coverage = [s for s in sent if "sum(w.weight)" in s[0]]
+    coverage = [s for s in sent if "sum(w.weight)" in s[0] and "WITH bm25" not in s[0]]
     assert len(bm25) == len(rows) == len(coverage) == 1
     bm25_plan, rows_plan, coverage_plan = _plans(url, [bm25[0], rows[0], coverage[0]])
     assert "pk_memories" in bm25_plan, bm25_plan
-    # each lexeme's best postings by impact, then the candidates' postings by primary key
-    assert "ix_memory_lexical_terms_impact" in bm25_plan, bm25_plan
+    # every posting of the lexemes, or each lexeme's best postings by impact; then the
+    # candidates' postings by primary key
+    assert ("ix_memory_lexical_terms_impact" in bm25_plan) is not whole, bm25_plan
     assert "memory_lexical_terms_pkey" in bm25_plan, bm25_plan
     for index in ("ix_memories_same_text", "ix_memories_keyset"):  # the scope's rows, all
         assert index not in bm25_plan, bm25_plan
@@ -103,12 +105,19 @@ def _check_plans(url: str, postgres_url: str) -> None:
         assert "Seq Scan" not in plan, plan
 
 
-def test_a_search_reads_its_candidates_by_primary_key(unanalyzed: str, postgres_url: str) -> None:
-    """With the tables never analyzed (a new scope), then analyzed."""
-    _check_plans(unanalyzed, postgres_url)
-    with psycopg.connect(unanalyzed, autocommit=True) as conn:
-        conn.execute(f"ANALYZE {', '.join(_TABLES)}")
-    _check_plans(unanalyzed, postgres_url)
+def test_a_search_reads_its_candidates_by_primary_key(
+    unanalyzed: str, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the tables never analyzed (a new scope), then analyzed; reading the lexemes'
+    best postings by impact (6,000 postings: a search of 10 reads 160), and every posting
+    (the bound raised)."""
+    for analyzed in (False, True):
+        if analyzed:
+            with psycopg.connect(unanalyzed, autocommit=True) as conn:
+                conn.execute(f"ANALYZE {', '.join(_TABLES)}")
+        for whole in (False, True):
+            monkeypatch.setattr(postgres, "EVERY_POSTING_UP_TO", 10**6 if whole else 6)
+            _check_plans(unanalyzed, postgres_url, whole)
 
 
 async def _failed_writes(postgres_url: str) -> list[tuple[str, Any]]:
@@ -220,22 +229,21 @@ LIMIT %(limit)s
 """
 
 
-async def _best_of_both(postgres_url: str, url: str) -> tuple[list[str], list[str]]:
+async def _best_of_both(postgres_url: str, url: str, scope: str) -> tuple[list[str], list[str]]:
     """A search's best 30 in a scope where each query lexeme has more postings than a search
-    reads of it (2,000 documents hold "garden", 600 "roses", in bodies of varied lengths),
-    and the exact BM25 best 30 over every posting."""
-    scope = "user:impact"
+    reads of it by impact (2,000 documents hold "garden", 600 "roses", in bodies of varied
+    lengths), and the exact BM25 best 30 over every posting."""
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(
             "INSERT INTO memories (id, content, layer, scope_level, scope_key, user_id, metadata, "
             "tags, critical, flagged, sensitive, importance, access_count, created_at, "
             "updated_at, source, compacted_from_ids) "
-            "SELECT 'i-' || g, repeat('garden ', 1 + g %% 3) || "
+            "SELECT %s || g, repeat('garden ', 1 + g %% 3) || "
             "CASE WHEN g %% 10 < 3 THEN repeat('roses ', 1 + g %% 4) ELSE '' END || "
             "repeat('tools shed fence path ', g %% 5), 'semantic', 'user', %s, 'impact', '{}', "
             "'[]', false, false, false, 0.5, 0, now(), now(), 'api', '[]' "
             "FROM generate_series(1, 2000) AS g",
-            (scope,),
+            (scope, scope),
         )
         conn.execute(
             "INSERT INTO memory_lexical (memory_id, scope_key, layer, created_at, body) "
@@ -264,11 +272,26 @@ async def _best_of_both(postgres_url: str, url: str) -> tuple[list[str], list[st
     return [hit.id for hit in hits], exact
 
 
-def test_a_search_reading_each_lexemes_best_postings_finds_the_exact_best(
-    postgres_url: str,
+@pytest.mark.parametrize("by_impact", [True, False], ids=["best-postings", "every-posting"])
+def test_a_search_finds_the_exact_best(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch, by_impact: bool
 ) -> None:
+    """Reading each lexeme's best postings by impact (forced: these postings are few enough to
+    be read whole), and reading every posting, as a search of this scope does."""
+    if by_impact:
+        monkeypatch.setattr(postgres, "EVERY_POSTING_UP_TO", 0)
     url = postgres_url.replace("postgresql+psycopg://", "postgresql://")
-    found, exact = asyncio.run(_best_of_both(postgres_url, url))
+    sent: list[str] = []
+    execute = psycopg.AsyncCursor.execute
+
+    async def record(cursor: Any, sql: Any, params: Any = None, **kwargs: Any) -> Any:
+        sent.append(str(sql))
+        return await execute(cursor, sql, params, **kwargs)
+
+    with patch.object(psycopg.AsyncCursor, "execute", record):
+        found, exact = asyncio.run(_best_of_both(postgres_url, url, f"user:{by_impact}-"))
+    [bm25] = [sql for sql in sent if "WITH bm25" in sql]
+    assert ("ORDER BY p.impact DESC" in bm25) is by_impact
     assert len(found) == 30
     assert set(found) == set(exact)
 

@@ -8,8 +8,9 @@ scope spent two thirds of its time counting and a scope of 100,000 several times
 load those scans queued behind each other in the database. They change slowly and only weigh
 terms and lengths, so ``TermStats`` keeps them for a while (a second per 50 documents, at most
 ``ttl``; the SQLite side keeps FTS5's counts likewise), and the queries take them as
-parameters. A search reads, of each of its lexemes, only the best postings by impact (``_BM25``)
-and then every posting of the documents they name.
+parameters. A search reads every posting of its lexemes (``_BM25_WHOLE``: exact) while they
+are few, and otherwise, of each lexeme, only the best postings by impact, then every posting of
+the documents they name (``_BM25``); the counts say which is cheaper (``QueryWeights.read_whole``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 from sqlalchemy import Float, Integer, String, bindparam, column, text
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql.elements import BindParameter
 
 from agentcore.adapters.db.engine import pg_driver_rows
 from agentcore.adapters.db.lexical.coverage import K1, bm25_idf, idf
@@ -29,6 +31,11 @@ from agentcore.adapters.db.lexical.writer import FTS_TABLE, FTS_TERMS, PG_CONFIG
 
 _CACHE = 100_000  # lexemes and counts kept, each
 PER_LEXEME = 2  # a lexeme's best postings read in each scope, per document a search wants
+# Every posting is read (exact BM25) while the query's lexemes hold at most this many postings
+# each on average per posting the impact-ordered read would take of each: reading a posting
+# costs ~1.7 µs, finding and scoring a candidate by impact ~12 µs (benchmarks/lexical_pg.py's
+# data; at 3,000 and 20,000 documents every posting was 1.5-2× faster for a search's pool).
+EVERY_POSTING_UP_TO = 6
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +46,12 @@ class QueryWeights:
     bm25: list[float]
     coverage: list[float]
     average_length: float
+    postings: int  # the lexemes' postings in the scopes
+
+    def read_whole(self, prefetch: int) -> bool:
+        """Whether a search for the best ``prefetch`` reads every posting of the lexemes
+        (exact BM25) rather than each lexeme's best by impact (``bm25_statement``)."""
+        return self.postings <= EVERY_POSTING_UP_TO * prefetch * PER_LEXEME * len(self.lexemes)
 
     @property
     def whole(self) -> float:
@@ -68,6 +81,7 @@ class TermStats:
             [bm25_idf(documents, n) for n in holding],
             [idf(documents, n) for n in holding],
             max(mean, 1.0),
+            sum(holding),
         )
 
     async def _lexemes_of(self, conn: AsyncConnection, terms: Sequence[str]) -> list[str]:
@@ -115,20 +129,23 @@ class TermStats:
         return [self._holding[(keys, lexeme)][1] for lexeme in lexemes]
 
 
-def bm25_statement() -> Any:
+def bm25_statement(whole: bool) -> Any:
     """The best ``prefetch`` (memory_id, score) of the scopes by BM25F, as a text clause whose
-    values are parameters (``bm25_params``): of the documents among their lexemes' best
+    values are parameters (``bm25_params``): over every posting of the lexemes (``whole``,
+    see ``QueryWeights.read_whole``), or of the documents among their lexemes' best
     ``prefetch`` × ``PER_LEXEME`` postings by impact."""
+    params: list[BindParameter[Any]] = [
+        bindparam("lexemes", type_=ARRAY(String())),
+        bindparam("weights", type_=ARRAY(Float())),
+        bindparam("average_length", type_=Float()),
+        bindparam("keys", type_=ARRAY(String())),
+        bindparam("prefetch", type_=Integer()),
+    ]
+    if not whole:
+        params.append(bindparam("per_lexeme", type_=Integer()))
     return (
-        text(_BM25)
-        .bindparams(
-            bindparam("lexemes", type_=ARRAY(String())),
-            bindparam("weights", type_=ARRAY(Float())),
-            bindparam("average_length", type_=Float()),
-            bindparam("keys", type_=ARRAY(String())),
-            bindparam("prefetch", type_=Integer()),
-            bindparam("per_lexeme", type_=Integer()),
-        )
+        text(_BM25_WHOLE if whole else _BM25)
+        .bindparams(*params)
         .columns(column("memory_id", String()), column("score", Float()))
     )
 
@@ -186,6 +203,17 @@ _HOLDING = (
 # missed only when none of its lexemes ranks it among their best ``per_lexeme`` (a scope
 # where no lexeme has more postings than that is searched exactly); reading every posting of a
 # common lexeme took 0.4-1.1 s at 100,000 memories in one scope.
+_SCORE = f"w.weight * t.tf * {K1 + 1} / (t.tf + {K1} * (0.25 + 0.75 * t.doc_len / :average_length))"
+_BM25_WHOLE = f"""
+SELECT t.memory_id, sum({_SCORE}) AS score
+FROM {FTS_TERMS} AS t
+JOIN unnest(CAST(:lexemes AS text[]), CAST(:weights AS float8[])) AS w (lexeme, weight)
+    ON w.lexeme = t.lexeme
+WHERE t.scope_key = ANY(:keys) AND t.lexeme = ANY(:lexemes)
+GROUP BY t.memory_id
+ORDER BY score DESC
+LIMIT :prefetch
+"""
 _BM25 = f"""
 WITH w (lexeme, weight) AS (
     SELECT * FROM unnest(CAST(:lexemes AS text[]), CAST(:weights AS float8[]))
@@ -200,9 +228,7 @@ WITH w (lexeme, weight) AS (
         LIMIT :per_lexeme
     ) AS best
 )
-SELECT t.memory_id, sum(
-    w.weight * t.tf * {K1 + 1} / (t.tf + {K1} * (0.25 + 0.75 * t.doc_len / :average_length))
-) AS score
+SELECT t.memory_id, sum({_SCORE}) AS score
 FROM {FTS_TERMS} AS t
 JOIN w ON w.lexeme = t.lexeme
 WHERE t.scope_key = ANY(:keys) AND t.lexeme = ANY(:lexemes)

@@ -100,7 +100,8 @@ class SqlLexicalIndex:
         self, engine: AsyncEngine, max_documents: int = 200_000, stored_documents: int = 20_000
     ) -> None:
         self._engine = for_reads(engine)
-        self._statements: dict[tuple[bool, bool], Any] = {}  # by _shape: FTS5 or PostgreSQL's
+        # by _shape: FTS5's, or PostgreSQL's (and whether it reads every posting)
+        self._statements: dict[tuple[bool, ...], Any] = {}
         self._stems = FtsStems()
         self._frequencies = ScopeFrequencies()
         self._pg_stats = TermStats()  # Postgres: documents, lengths, lexemes' frequencies
@@ -132,7 +133,8 @@ class SqlLexicalIndex:
                 if not weights.lexemes:
                     return []
                 params |= bm25_params(weights, flt.scope_keys, prefetch)
-                rows = (await conn.execute(self._statement(flt), params)).all()
+                stmt = self._statement(flt, weights.read_whole(prefetch))
+                rows = (await conn.execute(stmt, params)).all()
         else:
             stmt = self._statement(flt)
             scopes = scopes_match(scope_token(key) for key in dict.fromkeys(flt.scope_keys))
@@ -225,16 +227,18 @@ class SqlLexicalIndex:
         if self._reader is not None:
             await self._reader.close()
 
-    def _statement(self, flt: VectorFilter) -> Any:
-        """The FTS5 (SQLite) or BM25 (PostgreSQL) query for ``flt``'s shape, its values left as
-        parameters. The usual shapes (scopes, layers, expiry) are built once: a search pays no
-        statement construction (building PostgreSQL's took a third of its lexical side's CPU)."""
+    def _statement(self, flt: VectorFilter, whole: bool = False) -> Any:
+        """The FTS5 (SQLite) or BM25 (PostgreSQL; over every posting when ``whole``) query for
+        ``flt``'s shape, its values left as parameters. The usual shapes (scopes, layers,
+        expiry) are built once: a search pays no statement construction (building
+        PostgreSQL's took a third of its lexical side's CPU)."""
         shape = _shape(flt)
-        if shape is not None and shape in self._statements:
-            return self._statements[shape]
-        stmt = self._fts_query(flt) if self._reader is not None else self._pg_query(flt)
-        if shape is not None:
-            self._statements[shape] = stmt
+        key = None if shape is None else (*shape, whole)
+        if key is not None and key in self._statements:
+            return self._statements[key]
+        stmt = self._fts_query(flt) if self._reader is not None else self._pg_query(flt, whole)
+        if key is not None:
+            self._statements[key] = stmt
         return stmt
 
     def _fts_query(self, flt: VectorFilter) -> Any:
@@ -256,12 +260,12 @@ class SqlLexicalIndex:
             .limit(bindparam("limit", type_=Integer()))
         )
 
-    def _pg_query(self, flt: VectorFilter) -> Any:
+    def _pg_query(self, flt: VectorFilter, whole: bool) -> Any:
         """The best ``prefetch`` of the scopes by BM25 (``limit`` × ``_PG_PREFETCH``, or
         ``_PG_PREFETCH_FILTERED`` with a ``where``), then the filters on the memory rows: a
         short list to join, whatever the planner knows of the tables."""
         bm25 = (
-            bm25_statement()
+            bm25_statement(whole)
             .cte("bm25")
             # Computed once, then joined to the memories: never re-planned per memory row.
             .prefix_with("MATERIALIZED")
