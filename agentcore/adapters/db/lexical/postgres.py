@@ -239,12 +239,17 @@ LIMIT :prefetch
 """
 # Scopes and lexemes as well as ids: the postings' primary key (scope_key, lexeme, memory_id)
 # finds them whatever the statistics (by ids alone, a fresh table's postings were scanned).
+# One probe of the postings' primary key (scope_key, lexeme, memory_id) per candidate, lexeme
+# and scope: the cost follows the candidates, not the scope (scanning the lexemes' postings for
+# the candidates read every posting of a common lexeme).
 _COVERAGE = f"""
-SELECT t.memory_id, sum(w.weight)
-FROM {FTS_TERMS} AS t
-JOIN unnest(%(lexemes)s::text[], %(weights)s::float8[]) AS w (lexeme, weight)
-    ON w.lexeme = t.lexeme
-WHERE t.scope_key = ANY(%(keys)s::text[]) AND t.lexeme = ANY(%(lexemes)s::text[])
-    AND t.memory_id = ANY(%(ids)s::text[])
-GROUP BY t.memory_id
+SELECT c.memory_id, sum(w.weight)
+FROM unnest(%(ids)s::text[]) AS c (memory_id)
+CROSS JOIN unnest(%(lexemes)s::text[], %(weights)s::float8[]) AS w (lexeme, weight)
+CROSS JOIN unnest(%(keys)s::text[]) AS k (scope_key)
+CROSS JOIN LATERAL (
+    SELECT 1 FROM {FTS_TERMS} AS t
+    WHERE t.scope_key = k.scope_key AND t.lexeme = w.lexeme AND t.memory_id = c.memory_id
+) AS held
+GROUP BY c.memory_id
 """
