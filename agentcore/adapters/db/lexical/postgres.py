@@ -196,13 +196,7 @@ _HOLDING = (
     f"SELECT lexeme, count(*) FROM {FTS_TERMS} "
     "WHERE scope_key = ANY(%(keys)s::text[]) AND lexeme = ANY(%(lexemes)s::text[]) GROUP BY lexeme"
 )
-# BM25F (tf: the weighted count of a lexeme's positions; doc_len: the document's number of
-# distinct lexemes) with the idf of each lexeme given, over the candidates: in each scope, each
-# lexeme's best ``per_lexeme`` postings by impact (the index of migration 0016 reads them in
-# that order and stops), every posting of the candidates then summed exactly. A document is
-# missed only when none of its lexemes ranks it among their best ``per_lexeme`` (a scope
-# where no lexeme has more postings than that is searched exactly); reading every posting of a
-# common lexeme took 0.4-1.1 s at 100,000 memories in one scope.
+# A posting's BM25F term score; every posting of the lexemes, summed (exact).
 _SCORE = f"w.weight * t.tf * {K1 + 1} / (t.tf + {K1} * (0.25 + 0.75 * t.doc_len / :average_length))"
 _BM25_WHOLE = f"""
 SELECT t.memory_id, sum({_SCORE}) AS score
@@ -214,6 +208,13 @@ GROUP BY t.memory_id
 ORDER BY score DESC
 LIMIT :prefetch
 """
+# BM25F (tf: the weighted count of a lexeme's positions; doc_len: the document's number of
+# distinct lexemes) with the idf of each lexeme given, over the candidates: in each scope, each
+# lexeme's best ``per_lexeme`` postings by impact (the index of migration 0016 reads them in
+# that order and stops), every posting of the candidates then summed exactly. A document is
+# missed only when none of its lexemes ranks it among their best ``per_lexeme`` (a scope
+# where no lexeme has more postings than that is searched exactly); reading every posting of a
+# common lexeme took 0.4-1.1 s at 100,000 memories in one scope.
 _BM25 = f"""
 WITH w (lexeme, weight) AS (
     SELECT * FROM unnest(CAST(:lexemes AS text[]), CAST(:weights AS float8[]))
@@ -237,11 +238,10 @@ GROUP BY t.memory_id
 ORDER BY score DESC
 LIMIT :prefetch
 """
-# Scopes and lexemes as well as ids: the postings' primary key (scope_key, lexeme, memory_id)
-# finds them whatever the statistics (by ids alone, a fresh table's postings were scanned).
 # One probe of the postings' primary key (scope_key, lexeme, memory_id) per candidate, lexeme
-# and scope: the cost follows the candidates, not the scope (scanning the lexemes' postings for
-# the candidates read every posting of a common lexeme).
+# and scope, whatever the statistics: the cost follows the candidates, not the scope (by ids
+# alone a fresh table's postings were scanned; by scopes and lexemes every posting of a common
+# lexeme was read).
 _COVERAGE = f"""
 SELECT c.memory_id, sum(w.weight)
 FROM unnest(%(ids)s::text[]) AS c (memory_id)
