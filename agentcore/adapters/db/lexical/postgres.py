@@ -33,9 +33,10 @@ _CACHE = 100_000  # lexemes and counts kept, each
 PER_LEXEME = 2  # a lexeme's best postings read in each scope, per document a search wants
 # Every posting is read (exact BM25) while the query's lexemes hold at most this many postings
 # each on average per posting the impact-ordered read would take of each: reading a posting
-# costs ~1.7 µs, finding and scoring a candidate by impact ~12 µs (benchmarks/lexical_pg.py's
-# data; at 3,000 and 20,000 documents every posting was 1.5-2× faster for a search's pool).
-EVERY_POSTING_UP_TO = 6
+# costs ~1.7 µs, finding and scoring a candidate by impact ~8 µs (benchmarks/lexical_pg.py's
+# data, a search's pool of 30: at 3,000 documents every posting was twice as fast, at 20,000
+# as fast).
+EVERY_POSTING_UP_TO = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,8 +212,9 @@ LIMIT :prefetch
 # BM25F (tf: the weighted count of a lexeme's positions; doc_len: the document's number of
 # distinct lexemes) with the idf of each lexeme given, over the candidates: in each scope, each
 # lexeme's best ``per_lexeme`` postings by impact (the index of migration 0016 reads them in
-# that order and stops), every posting of the candidates then summed exactly. A document is
-# missed only when none of its lexemes ranks it among their best ``per_lexeme`` (a scope
+# that order and stops), every posting of the candidates then read by key and summed exactly
+# (picking them out of all the lexemes' postings read every posting of a common lexeme). A
+# document is missed only when none of its lexemes ranks it among their best ``per_lexeme`` (a scope
 # where no lexeme has more postings than that is searched exactly); reading every posting of a
 # common lexeme took 0.4-1.1 s at 100,000 memories in one scope.
 _BM25 = f"""
@@ -229,12 +231,15 @@ WITH w (lexeme, weight) AS (
         LIMIT :per_lexeme
     ) AS best
 )
-SELECT t.memory_id, sum({_SCORE}) AS score
-FROM {FTS_TERMS} AS t
-JOIN w ON w.lexeme = t.lexeme
-WHERE t.scope_key = ANY(:keys) AND t.lexeme = ANY(:lexemes)
-    AND t.memory_id = ANY(ARRAY(SELECT memory_id FROM candidates))
-GROUP BY t.memory_id
+SELECT c.memory_id, sum({_SCORE}) AS score
+FROM candidates AS c
+CROSS JOIN w
+CROSS JOIN unnest(CAST(:keys AS text[])) AS k (scope_key)
+CROSS JOIN LATERAL (
+    SELECT p.tf, p.doc_len FROM {FTS_TERMS} AS p
+    WHERE p.scope_key = k.scope_key AND p.lexeme = w.lexeme AND p.memory_id = c.memory_id
+) AS t
+GROUP BY c.memory_id
 ORDER BY score DESC
 LIMIT :prefetch
 """
