@@ -278,10 +278,9 @@ async def _best_of_both(postgres_url: str, url: str, scope: str) -> tuple[list[s
 def test_a_search_finds_the_exact_best(
     postgres_url: str, monkeypatch: pytest.MonkeyPatch, by_impact: bool
 ) -> None:
-    """Reading each lexeme's best postings by impact (forced: these postings are few enough to
-    be read whole), and reading every posting, as a search of this scope does."""
-    if by_impact:
-        monkeypatch.setattr(postgres, "EVERY_POSTING_UP_TO", 0)
+    """Reading each lexeme's best postings by impact, and reading every posting (each forced
+    by the bound on the postings read whole)."""
+    monkeypatch.setattr(postgres, "EVERY_POSTING_UP_TO", 0 if by_impact else 10**6)
     url = postgres_url.replace("postgresql+psycopg://", "postgresql://")
     sent: list[str] = []
     execute = psycopg.AsyncCursor.execute
