@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import fields
-from datetime import UTC, datetime
 from typing import Any, cast
 
 from sqlalchemy import JSON, Boolean, Column, Select, Table, select
@@ -17,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from agentcore.adapters.db.dialect import chunks
 from agentcore.adapters.db.engine import driver_rows, pg_driver_rows
 from agentcore.adapters.db.tables import MemoryRow
-from agentcore.adapters.db.types import UTCDateTime, sqlite_datetime
+from agentcore.adapters.db.types import UTCDateTime, as_utc, sqlite_datetime
 from agentcore.domain.models import Layer, Memory, ScopeIds, ScopeLevel
 from agentcore.domain.records import content_hash
 
@@ -135,13 +134,9 @@ async def pg_memories(conn: AsyncConnection, memory_ids: Sequence[str]) -> list[
         for name in _PG_TIMES:
             value = values[name]
             if value is not None:
-                values[name] = _utc(value)
+                values[name] = as_utc(value)
         found.append(memory_from_row(values))
     return found
-
-
-def _utc(value: datetime) -> datetime:
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def _sqlite_reader(column: Column[Any]) -> Callable[[Any], Any] | None:
