@@ -188,7 +188,8 @@ async def pg_driver_rows(
     """The rows of one PostgreSQL statement (psycopg's ``%(name)s`` placeholders) on ``conn``'s
     connection, as tuples straight from psycopg: for the search's hot statements, where
     SQLAlchemy's statement and result handling took more of the event loop than PostgreSQL's
-    work (a search's two row reads, 6.6 of its 22 ms of CPU). The statement's text is the same
+    work (with the BM25 statement built once, a search at 3,000 memories went from 22.6 to
+    16.4 ms of CPU). The statement's text is the same
     for every call (arrays as parameters, never a list of placeholders), so psycopg converts it
     once and prepares it on the server."""
     raw = await conn.get_raw_connection()
