@@ -115,7 +115,7 @@ class Settings(BaseSettings):
     reasoning_model: str = "gpt-4.1"
 
     # Limits.
-    # Calls a serving process runs at once (writes at most half); more wait for a place, reads
+    # Calls a serving process runs at once (writes in a quarter); more wait for a place, reads
     # (searches, context) before writes, a write that waited write_wait_seconds before the
     # reads (docs/api.md, "Under load").
     max_running_calls: int = Field(32, ge=2)

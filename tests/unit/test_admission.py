@@ -1,4 +1,4 @@
-"""Admission: at most N calls run, writes at most half, reads let in before writes, a write
+"""Admission: at most N calls run, writes at most a quarter, reads let in before writes, a write
 that waited too long before the reads, and a caller that gives up frees its place."""
 
 from __future__ import annotations
@@ -51,19 +51,31 @@ async def test_reads_waiting_go_before_writes_that_came_first() -> None:
     assert not admission.saturated()
 
 
-async def test_writes_take_at_most_half_the_places_and_a_read_gets_one() -> None:
-    admission = Admission(4, write_wait=60)
+async def test_writes_take_at_most_a_quarter_of_the_places_and_a_read_gets_one() -> None:
+    admission = Admission(8, write_wait=60)
     order: list[str] = []
     go = asyncio.Event()
     writes = _calls(admission, Kind.WRITE, order, go, "w0", "w1", "w2", "w3")
     await _settle()
-    assert order == ["w0", "w1"]  # two more wait although two places are free
+    assert order == ["w0", "w1"]  # two more wait although six places are free
     [read] = _calls(admission, Kind.READ, order, go, "r")
     await _settle()
     assert order == ["w0", "w1", "r"]  # the read did not queue behind the waiting writes
     go.set()
     await asyncio.gather(*writes, read)
     assert sorted(order) == ["r", "w0", "w1", "w2", "w3"]
+
+
+async def test_two_places_still_let_one_write_run() -> None:
+    admission = Admission(2, write_wait=60)
+    order: list[str] = []
+    go = asyncio.Event()
+    writes = _calls(admission, Kind.WRITE, order, go, "w0", "w1")
+    await _settle()
+    assert order == ["w0"]
+    go.set()
+    await asyncio.gather(*writes)
+    assert order == ["w0", "w1"]
 
 
 async def test_a_write_that_waited_too_long_goes_before_the_reads() -> None:
