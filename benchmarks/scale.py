@@ -58,7 +58,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from rpc_client import RpcConnection
 from service_latency import corpus, percentiles
-from serving import PG_ADMIN, embedded_env, free_port, production_env, serve
+from serving import drop_database, embedded_env, free_port, production_env, serve
 
 from agentcore.adapters.db.engine import create_engine
 from agentcore.adapters.db.lexical.coverage import SEARCHED
@@ -390,7 +390,8 @@ def main() -> None:
     parser.add_argument(
         "--data-dir",
         type=Path,
-        help="keep the loaded store here (embedded): a second run measures it again, unloaded",
+        help="keep the loaded store here (production: and its database): a second run "
+        "measures it again, unloaded",
     )
     args = parser.parse_args()
     turns, questions = corpus()
@@ -398,9 +399,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         data_dir = str(args.data_dir or scratch)
         loaded = Path(data_dir, "scale.json")
+        kept = json.loads(loaded.read_text()) if loaded.is_file() else None
         database = None
         if args.mode == "production":
-            env, database = production_env(data_dir)
+            env, database = production_env(data_dir, kept["database"] if kept else None)
         else:
             env = embedded_env(data_dir)
             subprocess.run(
@@ -415,10 +417,12 @@ def main() -> None:
             redis_url=env.get("REDIS_URL"),
         )
         try:
-            if loaded.is_file() and args.mode == "embedded":
-                report["load"] = json.loads(loaded.read_text())
+            if kept:
+                report["load"] = kept
             else:
                 report["load"] = uvloop.run(load(settings, turns, args.memories, args.vectors))
+                if database is not None:
+                    report["load"]["database"] = database
                 loaded.write_text(json.dumps(report["load"]))
             if args.mode == "embedded":
                 real = build_embedder(settings.model_copy(update={"embedder_threads": 1}))
@@ -452,11 +456,8 @@ def main() -> None:
                 queries = uvloop.run(embed_questions(questions, args.queries))
                 report["engine"] = vector_recall(data_dir, queries)
         finally:
-            if database is not None:
-                import psycopg
-
-                with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
-                    conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+            if database is not None and args.data_dir is None:
+                drop_database(database)
     report["machine"] = (
         f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
     )

@@ -38,14 +38,15 @@ def serve(env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
     )
 
 
-def production_env(data_dir: str) -> tuple[dict[str, str], str]:
-    """A fresh Postgres database, migrated; Redis. Returns the env and the database's name
-    (``drop_database`` when done)."""
+def production_env(data_dir: str, name: str | None = None) -> tuple[dict[str, str], str]:
+    """A fresh Postgres database (or the one named, kept from an earlier run), migrated; Redis.
+    Returns the env and the database's name (``drop_database`` when done)."""
     import psycopg
 
-    name = f"agentcore_bench_{secrets.token_hex(4)}"
-    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
+    if name is None:
+        name = f"agentcore_bench_{secrets.token_hex(4)}"
+        with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
     env = {
         **os.environ,
         "AGENTCORE_DATA_DIR": data_dir,
