@@ -13,6 +13,11 @@ run at start and every minute, ``api.runtime``): a table is analyzed when its ro
 last analysis by more than ``CHANGED_SHARE`` of them (autovacuum's default) and at least
 ``CHANGED_AT_LEAST``. One process at a time does it (an advisory lock); where autovacuum
 keeps up, it finds nothing to do.
+
+Where autovacuum is off the table is vacuumed as well (``VACUUM (ANALYZE)``), as autovacuum
+would have done for its inserts: that marks its pages all-visible, so an index holding every
+column a statement reads answers without the table. The counts of a query's lexemes are such a
+read: at 100,000 memories in one scope they took 39-47 ms (p95) unvacuumed, 7-9 ms vacuumed.
 """
 
 from __future__ import annotations
@@ -37,8 +42,8 @@ _CHANGED = text(
 
 
 async def analyze_changed(engine: AsyncEngine) -> list[str]:
-    """Analyze the ``TABLES`` that changed by more than their share since they were last
-    analyzed; returns their names. PostgreSQL only."""
+    """Analyze (and vacuum, where autovacuum is off) the ``TABLES`` that changed by more than
+    their share since they were last analyzed; returns their names. PostgreSQL only."""
     async with engine.connect() as conn:
         conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
         if not await conn.scalar(text("SELECT pg_try_advisory_lock(:key)"), {"key": LOCK}):
@@ -46,10 +51,12 @@ async def analyze_changed(engine: AsyncEngine) -> list[str]:
         try:
             params = {"tables": list(TABLES), "at_least": CHANGED_AT_LEAST, "share": CHANGED_SHARE}
             changed = [str(row[0]) for row in await conn.execute(_CHANGED, params)]
+            autovacuum = await conn.scalar(text("SELECT current_setting('autovacuum') = 'on'"))
+            command = "ANALYZE" if autovacuum else "VACUUM (ANALYZE)"
             for table in changed:
-                await conn.execute(text(f"ANALYZE {table}"))
+                await conn.execute(text(f"{command} {table}"))
         finally:
             await conn.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": LOCK})
     if changed:
-        log.info("analyzed %s (changed since their last analysis)", ", ".join(changed))
+        log.info("%s %s (changed since their last analysis)", command, ", ".join(changed))
     return changed

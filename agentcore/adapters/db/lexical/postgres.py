@@ -32,11 +32,11 @@ from agentcore.adapters.db.lexical.writer import FTS_TABLE, FTS_TERMS, PG_CONFIG
 _CACHE = 100_000  # lexemes and counts kept, each
 PER_LEXEME = 2  # a lexeme's best postings read in each scope, per document a search wants
 # Every posting is read (exact BM25) while the query's lexemes hold at most this many postings
-# each on average per posting the impact-ordered read would take of each: reading a posting
-# costs ~1.7 µs, finding and scoring a candidate by impact ~8 µs (benchmarks/lexical_pg.py's
-# data, a search's pool of 30: at 3,000 documents every posting was twice as fast, at 20,000
-# as fast).
-EVERY_POSTING_UP_TO = 5
+# per key probe the impact-ordered read would make (one per candidate and lexeme, a candidate
+# per posting it takes of each lexeme): at 100,000 memories in one scope a probe cost 3-6 µs
+# and reading a posting 1.8-2 µs (docs/benchmarks.md, production at 100k); at 20,000 a
+# candidate of five lexemes cost ~8 µs and a posting ~1.7 µs.
+EVERY_POSTING_UP_TO = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +52,8 @@ class QueryWeights:
     def read_whole(self, prefetch: int) -> bool:
         """Whether a search for the best ``prefetch`` reads every posting of the lexemes
         (exact BM25) rather than each lexeme's best by impact (``bm25_statement``)."""
-        return self.postings <= EVERY_POSTING_UP_TO * prefetch * PER_LEXEME * len(self.lexemes)
+        candidates = prefetch * PER_LEXEME * len(self.lexemes)
+        return self.postings <= EVERY_POSTING_UP_TO * candidates * len(self.lexemes)
 
     @property
     def whole(self) -> float:
@@ -238,6 +239,7 @@ CROSS JOIN unnest(CAST(:keys AS text[])) AS k (scope_key)
 CROSS JOIN LATERAL (
     SELECT p.tf, p.doc_len FROM {FTS_TERMS} AS p
     WHERE p.scope_key = k.scope_key AND p.lexeme = w.lexeme AND p.memory_id = c.memory_id
+    LIMIT 1
 ) AS t
 GROUP BY c.memory_id
 ORDER BY score DESC
@@ -246,7 +248,10 @@ LIMIT :prefetch
 # One probe of the postings' primary key (scope_key, lexeme, memory_id) per candidate, lexeme
 # and scope, whatever the statistics: the cost follows the candidates, not the scope (by ids
 # alone a fresh table's postings were scanned; by scopes and lexemes every posting of a common
-# lexeme was read).
+# lexeme was read). The probes here and in ``_BM25`` end in LIMIT 1 (the key is unique), which
+# keeps each a subquery run per row: a plain one is merged into a join, which on a vacuumed
+# table (index-only scans look cheap) read every posting of the lexemes instead, 21 ms for 45
+# candidates at 100,000 memories against 1.4 ms.
 _COVERAGE = f"""
 SELECT c.memory_id, sum(w.weight)
 FROM unnest(%(ids)s::text[]) AS c (memory_id)
@@ -255,6 +260,7 @@ CROSS JOIN unnest(%(keys)s::text[]) AS k (scope_key)
 CROSS JOIN LATERAL (
     SELECT 1 FROM {FTS_TERMS} AS t
     WHERE t.scope_key = k.scope_key AND t.lexeme = w.lexeme AND t.memory_id = c.memory_id
+    LIMIT 1
 ) AS held
 GROUP BY c.memory_id
 """
