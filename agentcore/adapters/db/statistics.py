@@ -51,12 +51,12 @@ async def analyze_changed(engine: AsyncEngine) -> list[str]:
         try:
             params = {"tables": list(TABLES), "at_least": CHANGED_AT_LEAST, "share": CHANGED_SHARE}
             changed = [str(row[0]) for row in await conn.execute(_CHANGED, params)]
-            autovacuum = await conn.scalar(text("SELECT current_setting('autovacuum') = 'on'"))
-            command = "ANALYZE" if autovacuum else "VACUUM (ANALYZE)"
-            for table in changed:
-                await conn.execute(text(f"{command} {table}"))
+            if changed:
+                autovacuum = await conn.scalar(text("SELECT current_setting('autovacuum') = 'on'"))
+                command = "ANALYZE" if autovacuum else "VACUUM (ANALYZE)"
+                for table in changed:
+                    await conn.execute(text(f"{command} {table}"))
+                log.info("%s %s (changed since their last analysis)", command, ", ".join(changed))
         finally:
             await conn.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": LOCK})
-    if changed:
-        log.info("%s %s (changed since their last analysis)", command, ", ".join(changed))
     return changed
