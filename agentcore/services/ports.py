@@ -462,8 +462,17 @@ class StageRepository(Protocol):
         """Oldest first."""
         ...
 
-    async def pending_compression(self, limit: int) -> list[Stage]:
-        """Completed stages that have no stage memory yet, oldest completion first."""
+    async def pending_compression(self, limit: int, claimed_before: datetime | None) -> list[Stage]:
+        """Completed stages that have no stage memory yet, oldest completion first: those whose
+        compression nobody claimed, or (with a time) claimed before it."""
+        ...
+
+    async def claim_compression(
+        self, stage_id: str, at: datetime, claimed_before: datetime | None
+    ) -> bool:
+        """Claim the stage's compression job at ``at``, unless it is claimed already (or,
+        with ``claimed_before``, claimed since then); whether this call claimed it. Atomic:
+        of concurrent claims, one wins."""
         ...
 
 

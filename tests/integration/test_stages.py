@@ -1,28 +1,38 @@
 """StageManager on the real stack: SQLite + qdrant-edge and PostgreSQL + Qdrant (local mode),
-migrated by Alembic (0004 adds the one-active-stage-per-task index), with the real embedder."""
+migrated by Alembic (0004 adds the one-active-stage-per-task index, 0017 the compression
+claims), with the real embedder."""
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
-from datetime import UTC, datetime
-from typing import Self
+from datetime import UTC, datetime, timedelta
+from typing import Any, Self
 
 import pytest
 
+from agentcore.adapters.compressors import ExtractiveEngine
 from agentcore.adapters.db.stages import (
     SqlStageMemoryRepository,
     SqlStageRepository,
     SqlTaskContextRepository,
 )
 from agentcore.adapters.db.uow import SqlUnitOfWork, SqlUnitOfWorkFactory
+from agentcore.adapters.tokens import BpeTokenCounter
 from agentcore.bootstrap import Container
-from agentcore.domain.clock import utcnow
+from agentcore.domain.clock import Clock, utcnow
 from agentcore.domain.errors import Conflict
 from agentcore.domain.models import ScopeIds, StageType
 from agentcore.domain.records import NewMemory
 from agentcore.domain.stages import Stage, StageMemory, StageOrigin, StageStatus, TaskContext
+from agentcore.services.compass.compression import ContextCompressor
+from agentcore.services.compass.orchestration import (
+    RESUBMIT_SECONDS,
+    CompassService,
+    CompassSettings,
+)
 from agentcore.services.compass.stages import StageManager
+from agentcore.services.jobs import JobStatus, QueueFacts
 from agentcore.services.memory_manager import ListRequest, MemoryManager
 from agentcore.services.ports import StageMemoryRepository, StageRepository, TaskContextRepository
 
@@ -53,10 +63,10 @@ class _StageUnitOfWorkFactory(SqlUnitOfWorkFactory):
         return _StageUnitOfWork(self._read_sessions if read_only else self._sessions)
 
 
-def stage_manager(stack: Container) -> StageManager:
+def stage_manager(stack: Container, clock: Clock = utcnow) -> StageManager:
     return StageManager(
         _StageUnitOfWorkFactory(stack.engine),
-        utcnow,
+        clock,
         auto_transition=stack.settings.stage_auto_transition,
         default_duration_seconds=stack.settings.stage_default_duration_seconds,
     )
@@ -168,3 +178,80 @@ async def test_stage_memories_and_task_contexts_are_stored(stack: Container) -> 
     moved = TaskContext("t9", "Executing.", "s2", (planning.id,), ("budget",), {"errors": 1}, T0)
     await stages.save_task_context(moved)
     assert await stages.task_context("t9") == moved
+
+
+class _Submissions:
+    """A job queue that records the stages whose compression it was given (they run nowhere)
+    and reports ``workers`` live workers."""
+
+    def __init__(self) -> None:
+        self.stage_ids: list[str] = []
+        self.workers = 1
+
+    async def submit(self, kind: str, payload: dict[str, Any]) -> str:
+        self.stage_ids.append(payload["stage_id"])
+        return f"job-{id(self)}-{len(self.stage_ids)}"
+
+    async def facts(self) -> QueueFacts:
+        return QueueFacts(workers_alive=self.workers, queued=0, oldest_queued_seconds=None)
+
+    async def status(self, job_id: str) -> JobStatus | None:
+        return None
+
+    async def wait(self, job_id: str, max_wait: float) -> JobStatus:
+        raise AssertionError("nothing here waits")
+
+    async def close(self) -> None:
+        return None
+
+
+async def test_of_the_processes_that_find_a_stage_pending_one_submits_its_job(
+    stack: Container,
+) -> None:
+    """Each serving process sweeps for pending stages: a stage's compression is claimed in
+    the database, so one job is submitted for it however many processes sweep, none for a
+    stage whose completion submitted it, and again once a claim is RESUBMIT_SECONDS old
+    while a worker is alive (the job may be lost with its worker)."""
+    now = [datetime.now(UTC)]
+
+    def clock() -> datetime:
+        return now[0]
+
+    counter = BpeTokenCounter()
+    processes = []
+    for _ in range(2):
+        queue = _Submissions()
+        stages = stage_manager(stack, clock)
+        compass = CompassService(
+            stages,
+            stack.uow_factory,
+            ContextCompressor(ExtractiveEngine(counter), counter),
+            stack.costs,
+            stack.compression_metrics,
+            queue,
+            counter,
+            clock,
+            CompassSettings(),
+        )
+        processes.append((compass, queue, stages))
+    (a, queue_a, stages), (b, queue_b, _) = processes
+    planning = await stages.start("t7", "planning")
+    execution = await stages.start("t7", "execution")  # ends planning: nobody submitted its job
+
+    swept = await asyncio.gather(a.compress_pending(), b.compress_pending())
+    assert sorted(swept) == [0, 1]
+    assert queue_a.stage_ids + queue_b.stage_ids == [planning.id]
+    assert (await a.compress_pending(), await b.compress_pending()) == (0, 0)
+
+    done = await a.complete_stage("t7", execution.id, wait=False)
+    assert done.job_id is not None
+    assert queue_a.stage_ids[-1] == execution.id
+    assert await b.compress_pending() == 0  # its completion submitted the job
+
+    now[0] += timedelta(seconds=RESUBMIT_SECONDS + 1)
+    queue_b.workers = 0
+    assert await b.compress_pending() == 0  # no worker took the jobs: they still wait
+    submitted = len(queue_a.stage_ids)
+    assert await a.compress_pending() == 2
+    assert set(queue_a.stage_ids[submitted:]) == {planning.id, execution.id}
+    assert await b.compress_pending() == 0

@@ -45,6 +45,7 @@ class _State:
     stages: dict[str, Stage] = field(default_factory=dict)
     stage_memories: dict[str, StageMemory] = field(default_factory=dict)
     task_contexts: dict[str, TaskContext] = field(default_factory=dict)
+    claims: dict[str, datetime] = field(default_factory=dict)  # stage id → claimed at
 
 
 class _Stages:
@@ -81,13 +82,27 @@ class _Stages:
         found = [s for s in self._s.stages.values() if s.task_id == task_id]
         return sorted(found, key=lambda s: (s.started_at, s.id))
 
-    async def pending_compression(self, limit: int) -> list[Stage]:
+    async def pending_compression(self, limit: int, claimed_before: datetime | None) -> list[Stage]:
         done = [
             s
             for s in self._s.stages.values()
-            if s.status is StageStatus.COMPLETED and s.id not in self._s.stage_memories
+            if s.status is StageStatus.COMPLETED
+            and s.id not in self._s.stage_memories
+            and self._claimable(s.id, claimed_before)
         ]
         return sorted(done, key=lambda s: (s.completed_at or T0, s.id))[:limit]
+
+    async def claim_compression(
+        self, stage_id: str, at: datetime, claimed_before: datetime | None
+    ) -> bool:
+        if stage_id not in self._s.stages or not self._claimable(stage_id, claimed_before):
+            return False
+        self._s.claims[stage_id] = at
+        return True
+
+    def _claimable(self, stage_id: str, claimed_before: datetime | None) -> bool:
+        at = self._s.claims.get(stage_id)
+        return at is None or (claimed_before is not None and at < claimed_before)
 
 
 def _active(state: _State, task_id: str) -> Stage | None:

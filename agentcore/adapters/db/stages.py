@@ -1,12 +1,23 @@
 """COMPASS records in SQL: ``stages``, ``stage_memories`` and ``task_contexts`` (revision 0001;
 0004 adds the partial unique index that allows one active stage per task, 0007 how a stage
-was set)."""
+was set, 0017 who submitted its compression job)."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, RowMapping, Table, exists, select, text, update
+from sqlalchemy import (
+    ColumnElement,
+    CursorResult,
+    RowMapping,
+    Table,
+    exists,
+    or_,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from agentcore.adapters.db.dialect import insert_ignoring_conflicts, upsert
@@ -112,15 +123,38 @@ class SqlStageRepository:
         )
         return [_stage(row) for row in (await self._session.execute(stmt)).mappings()]
 
-    async def pending_compression(self, limit: int) -> list[Stage]:
+    async def pending_compression(self, limit: int, claimed_before: datetime | None) -> list[Stage]:
         compressed = exists().where(_STAGE_MEMORIES.c.stage_id == _STAGES.c.id)
         stmt = (
             select(_STAGES)
-            .where(_STAGES.c.status == StageStatus.COMPLETED.value, ~compressed)
+            .where(
+                _STAGES.c.status == StageStatus.COMPLETED.value,
+                ~compressed,
+                _claimable(claimed_before),
+            )
             .order_by(_STAGES.c.completed_at, _STAGES.c.id)
             .limit(max(limit, 0))
         )
         return [_stage(row) for row in (await self._session.execute(stmt)).mappings()]
+
+    async def claim_compression(
+        self, stage_id: str, at: datetime, claimed_before: datetime | None
+    ) -> bool:
+        stmt = (
+            update(_STAGES)
+            .where(_STAGES.c.id == stage_id, _claimable(claimed_before))
+            .values(compression_claimed_at=at)
+        )
+        result = cast(CursorResult[Any], await self._session.execute(stmt))
+        return result.rowcount == 1
+
+
+def _claimable(claimed_before: datetime | None) -> ColumnElement[bool]:
+    """Never claimed, or (with a time) claimed before it."""
+    unclaimed = _STAGES.c.compression_claimed_at.is_(None)
+    if claimed_before is None:
+        return unclaimed
+    return or_(unclaimed, _STAGES.c.compression_claimed_at < claimed_before)
 
 
 class SqlStageMemoryRepository:

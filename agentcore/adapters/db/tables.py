@@ -220,6 +220,7 @@ class StageRow(Base):
     metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", json_type(), nullable=False)
     origin: Mapped[str] = mapped_column(String(16), server_default="declared")  # 0007
     detect_transitions: Mapped[bool] = mapped_column(Boolean, server_default=false())
+    compression_claimed_at: Mapped[datetime | None] = mapped_column(UTCDateTime())  # 0017
 
 
 class StageMemoryRow(Base):

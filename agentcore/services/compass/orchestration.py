@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from agentcore.domain.clock import Clock
@@ -127,7 +127,7 @@ class CompassService:
         self._tokens = tokens
         self._clock = clock
         self._settings = settings
-        # stage id → (when its job was last submitted, the job's id)
+        # stage id → (when this process submitted its job, the job's id), for RESUBMIT_SECONDS
         self._submitted: dict[str, tuple[float, str]] = {}
 
     async def complete_stage(self, task_id: str, stage_id: str, *, wait: bool = True) -> Completion:
@@ -142,7 +142,7 @@ class CompassService:
             return Completion(stage, existing)
         if inline:
             return Completion(stage, await self.compress_stage(stage.id))
-        job_id = await self._submit(stage.id, fresh=True)
+        job_id = await self._submit(stage.id)
         if not wait:
             return Completion(stage, job_id=job_id)
         status = await wait_served(self._jobs, job_id, self._settings.wait_seconds, _WHAT)
@@ -194,36 +194,31 @@ class CompassService:
         return stored
 
     async def compress_pending(self, limit: int = 20) -> int:
-        """Submit compression jobs for completed stages without a stage memory."""
+        """Submit compression jobs for completed stages without a stage memory whose job nobody
+        submitted, or (with a live worker) submitted over ``RESUBMIT_SECONDS`` ago: a job lost
+        with its worker is submitted again, and a job that waits for a worker stays the one.
+        The claim is in the database, so of the processes sweeping, one submits a stage's job."""
         if not self._settings.auto_compress:
             return 0
-        now = time.monotonic()
-        candidates = await self._stages.pending_compression(limit)
-        due = {
-            s.id
-            for s in candidates
-            if s.id in self._submitted and now - self._submitted[s.id][0] >= RESUBMIT_SECONDS
-        }
-        # Without a live worker the job submitted before is still queued: no second copy.
-        if due and not await has_live_worker(self._jobs):
-            due = set()
-        pending = [s for s in candidates if s.id not in self._submitted or s.id in due]
-        for stage in pending:
-            await self._submit(stage.id)
-        for stage_id in [
-            k for k, (at, _) in self._submitted.items() if now - at > 10 * RESUBMIT_SECONDS
-        ]:
-            del self._submitted[stage_id]
-        return len(pending)
+        resubmit_before: datetime | None = self._clock() - timedelta(seconds=RESUBMIT_SECONDS)
+        candidates = await self._stages.pending_compression(limit, resubmit_before)
+        if candidates and not await has_live_worker(self._jobs):
+            resubmit_before = None  # the job submitted before is still queued
+        submitted = 0
+        for stage in candidates:
+            if await self._stages.claim_compression(stage.id, resubmit_before):
+                await self._submit(stage.id)
+                submitted += 1
+        return submitted
 
-    async def _submit(self, stage_id: str, *, fresh: bool = False) -> str:
-        """The id of a job compressing the stage: one this process submitted less than
-        ``RESUBMIT_SECONDS`` ago, unless ``fresh``, else a new one."""
-        known = self._submitted.get(stage_id)
-        if not fresh and known is not None and time.monotonic() - known[0] < RESUBMIT_SECONDS:
-            return known[1]
+    async def _submit(self, stage_id: str) -> str:
+        """Submit the stage's compression job (its compression claimed by this process)."""
         job_id = await self._jobs.submit(COMPRESS_STAGE, {"stage_id": stage_id})
-        self._submitted[stage_id] = (time.monotonic(), job_id)
+        now = time.monotonic()
+        self._submitted = {
+            k: v for k, v in self._submitted.items() if now - v[0] < RESUBMIT_SECONDS
+        }
+        self._submitted[stage_id] = (now, job_id)
         return job_id
 
     async def run_compress_job(self, payload: dict[str, Any]) -> dict[str, Any]:
@@ -284,7 +279,8 @@ class CompassService:
     async def _compress_waiting(self, stages: list[Stage]) -> None:
         """Compress the completed stages that have no stage memory yet (ended by a new start
         or a detected transition, their job not run yet), through the job queue as any
-        compression, waiting up to ``wait_seconds``."""
+        compression, waiting up to ``wait_seconds``; a stage whose job another process
+        submitted is left to it."""
         if not self._settings.auto_compress:
             return
         waiting = [s for s in stages if s.status is StageStatus.COMPLETED]
@@ -297,13 +293,25 @@ class CompassService:
                 for stage in waiting:
                     await self.compress_stage(stage.id)
                 return
-            jobs = [await self._submit(s.id) for s in waiting]
+            jobs = [job for s in waiting if (job := await self._job_of(s.id)) is not None]
             for job_id in jobs:
                 await wait_served(self._jobs, job_id, self._settings.wait_seconds, _WHAT)
         except ProviderError as exc:
             if not is_no_live_worker(exc):
                 raise
             # No worker: their jobs wait in the queue, the brief covers the stages compressed.
+
+    async def _job_of(self, stage_id: str) -> str | None:
+        """The job compressing a pending stage: the one this process submitted lately, or a
+        new one when nobody claimed its compression lately; None when another process did
+        (its job is not this process's to wait for)."""
+        known = self._submitted.get(stage_id)
+        if known is not None and time.monotonic() - known[0] < RESUBMIT_SECONDS:
+            return known[1]
+        resubmit_before = self._clock() - timedelta(seconds=RESUBMIT_SECONDS)
+        if await self._stages.claim_compression(stage_id, resubmit_before):
+            return await self._submit(stage_id)
+        return None
 
     async def _ongoing(self, active: Stage | None) -> list[CriticalFact]:
         """The flagged memories and stated constraints of the active stage, so far."""

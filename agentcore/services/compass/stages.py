@@ -9,8 +9,9 @@ automatic transitions on, a memory may start the task's first stage or move a de
 on (``agentcore.domain.stage_detection``). A memory that names its ``stage_id`` keeps it.
 
 A stage ended by a transition records nothing else: the orchestrator finds it with
-``pending_compression`` (completed, no stage memory yet), and the stage that replaced it names
-it in ``metadata.previous_stage_id``.
+``pending_compression`` (completed, no stage memory yet, its compression unclaimed) and claims
+it, and the stage that replaced it names it in ``metadata.previous_stage_id``. ``complete``
+claims the compression of the stage it ends, for its caller.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any
 
 from agentcore.domain.clock import Clock
@@ -127,8 +129,9 @@ class StageManager:
             return stage, await uow.stage_memories.get(stage_id)
 
     async def complete(self, task_id: str, stage_id: str) -> Stage:
-        """End the task's active stage ``stage_id``; a stage already completed is returned as
-        it is. Raises ``StageNotFound``, or ``InvalidState`` for another task's stage."""
+        """End the task's active stage ``stage_id`` and claim its compression (the caller
+        compresses it or submits the job); a stage already completed is returned as it is.
+        Raises ``StageNotFound``, or ``InvalidState`` for another task's stage."""
         async with self._uow_factory() as uow:
             await uow.stages.lock_task(task_id)
             stage = await uow.stages.get(stage_id, lock=True)
@@ -142,6 +145,7 @@ class StageManager:
                 return stage
             done = replace(stage, status=StageStatus.COMPLETED, completed_at=self._clock())
             await uow.stages.update(done)
+            await uow.stages.claim_compression(stage_id, self._clock(), None)
             await uow.commit()
         return done
 
@@ -150,10 +154,21 @@ class StageManager:
         async with self._uow_factory(read_only=True) as uow:
             return await uow.stages.of_task(task_id)
 
-    async def pending_compression(self, limit: int = 100) -> list[Stage]:
-        """Completed stages without a stage memory yet, oldest completion first."""
+    async def pending_compression(
+        self, limit: int = 100, claimed_before: datetime | None = None
+    ) -> list[Stage]:
+        """Completed stages without a stage memory yet, oldest completion first, whose
+        compression nobody claimed (or, with a time, claimed before it)."""
         async with self._uow_factory(read_only=True) as uow:
-            return await uow.stages.pending_compression(limit)
+            return await uow.stages.pending_compression(limit, claimed_before)
+
+    async def claim_compression(self, stage_id: str, claimed_before: datetime | None) -> bool:
+        """Whether this call claimed the stage's compression job (see ``pending_compression``):
+        of the processes that find a stage pending, one submits its job."""
+        async with self._uow_factory() as uow:
+            claimed = await uow.stages.claim_compression(stage_id, self._clock(), claimed_before)
+            await uow.commit()
+        return claimed
 
     async def stage_for(self, task_id: str, memory: Memory) -> str | None:
         """``StageResolver``: the task's active stage id, after the transition ``memory``
