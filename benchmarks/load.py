@@ -11,7 +11,8 @@ HTTP/1.1 connections (benchmarks/rpc_client.py): a closed loop, each of --in-fli
 sending its next call when the last is answered. With --arrivals-per-second R the loop is
 open instead: calls arrive at random (Poisson, rate R) whatever the answers, each on a free
 connection (one is opened when none is), and a call's latency counts from its arrival.
-Reports calls/s, the latency percentiles of each kind, the server's and the client's CPU per
+Reports calls/s and the sustained calls/s (the calls over the time until every add's vector
+was written, which an open loop's rate must stay under), the latency percentiles of each kind, the server's and the client's CPU per
 call and the whole machine's (every process: worker, PostgreSQL and Redis too), the errors by
 code, the server's own p95 waits from its /metrics (a call's wait for its turn, by kind; a unit
 of work's wait for a pooled PostgreSQL connection), and checks that
@@ -83,7 +84,7 @@ async def wait_indexed(conn: RpcConnection, seconds: float = 600) -> float:
         if health["indexing_backlog"] == 0:
             return time.monotonic()
         await asyncio.sleep(0.05)
-    raise TimeoutError("the server did not finish indexing the preload")
+    raise TimeoutError("the server did not finish indexing")
 
 
 async def preload(
@@ -170,6 +171,8 @@ async def drive(
     client_cpu = time.process_time() - client_cpu
     server_cpu = None if server_cpu is None else (server.ms() or 0.0) - server_cpu
     busy, ticks = (after - before for after, before in zip(machine_ticks(), machine, strict=True))
+    await wait_indexed(conns[0])  # every acknowledged add embedded and its vector written
+    sustained = time.perf_counter() - started
 
     lost = 0
     for memory_id in acknowledged:
@@ -184,6 +187,9 @@ async def drive(
         "arrivals_per_second": args.arrivals_per_second,
         "seconds": round(seconds, 2),
         "calls_per_second": round(args.calls / seconds, 1),
+        # the calls over the time until the last add's vector was written: the rate the
+        # cores sustain (a closed loop's adds are embedded behind it, after the last answer)
+        "sustained_calls_per_second": round(args.calls / sustained, 1),
         "all": percentiles(every, []),
         "memory.add": percentiles(latency["memory.add"], []),
         "memory.search": percentiles(latency["memory.search"], []),
