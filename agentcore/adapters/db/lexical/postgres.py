@@ -199,7 +199,13 @@ _HOLDING = (
     "WHERE scope_key = ANY(%(keys)s::text[]) AND lexeme = ANY(%(lexemes)s::text[]) GROUP BY lexeme"
 )
 # A posting's BM25F term score; every posting of the lexemes, summed (exact).
-_SCORE = f"w.weight * t.tf * {K1 + 1} / (t.tf + {K1} * (0.25 + 0.75 * t.doc_len / :average_length))"
+# Float arithmetic throughout: ``0.75 * t.doc_len`` alone is numeric (an integer column times a
+# decimal constant), which doubled the time of summing an exact BM25's postings (3.0 against
+# 1.6 ms for 4,100 postings).
+_SCORE = (
+    f"w.weight * t.tf * {K1 + 1} "
+    f"/ (t.tf + {K1} * (0.25 + 0.75 * t.doc_len::float8 / :average_length))"
+)
 _BM25_WHOLE = f"""
 SELECT t.memory_id, sum({_SCORE}) AS score
 FROM {FTS_TERMS} AS t
