@@ -33,10 +33,12 @@ _CACHE = 100_000  # lexemes and counts kept, each
 PER_LEXEME = 2  # a lexeme's best postings read in each scope, per document a search wants
 # Every posting is read (exact BM25) while the query's lexemes hold at most this many postings
 # per key probe the impact-ordered read would make (one per candidate and lexeme, a candidate
-# per posting it takes of each lexeme): at 100,000 memories in one scope a probe cost 3-6 µs
-# and reading a posting 1.8-2 µs (docs/benchmarks.md, production at 100k); at 20,000 a
-# candidate of five lexemes cost ~8 µs and a posting ~1.7 µs.
-EVERY_POSTING_UP_TO = 2
+# per posting it takes of each lexeme). Once the key carried each posting's tf and doc_len
+# (0018), a posting read in key order cost less beside a probe, which still lands on a page
+# of its own: on one store of 100,000 memories in one scope, bounds of 1, 2, 4, 8 and 16 gave
+# a one-tag search (pool 480) p95 of 286-349, 169-213, 98-126, 93-96 and 97 ms, a search by
+# scope alone 75-104, 75-82, 74-117, 90-95 and 102 ms (docs/benchmarks.md, production at 100k).
+EVERY_POSTING_UP_TO = 4
 
 
 @dataclass(frozen=True, slots=True)
