@@ -11,12 +11,13 @@ HTTP/1.1 connections (benchmarks/rpc_client.py): a closed loop, each of --in-fli
 sending its next call when the last is answered. With --arrivals-per-second R the loop is
 open instead: calls arrive at random (Poisson, rate R) whatever the answers, each on a free
 connection (one is opened when none is), and a call's latency counts from its arrival.
-Reports calls/s and the sustained calls/s (the calls over the time until every add's vector
-was written, which an open loop's rate must stay under), the latency percentiles of each kind, the server's and the client's CPU per
-call and the whole machine's (every process: worker, PostgreSQL and Redis too), the errors by
-code, the server's own p95 waits from its /metrics (a call's wait for its turn, by kind; a unit
-of work's wait for a pooled PostgreSQL connection), and checks that
-every acknowledged add is stored (memory.get of each id after the run: "lost" must be 0).
+Reports calls/s and the sustained calls/s (the calls over the time until every add's vector was
+written, which an open loop's rate must stay under), the latency percentiles of each kind, the
+server's and the client's CPU per call and the whole machine's (every process: worker,
+PostgreSQL and Redis too), the errors by code, the server's own p95 waits from its /metrics (a
+call's wait for its turn, by kind; a unit of work's wait for a pooled PostgreSQL connection),
+and checks that every acknowledged add is stored (memory.get of each id after the run: "lost"
+must be 0).
 Production mode also runs a real Celery worker (`agentcore worker`) beside the server.
 
 Beside it, the floor: the embeddings per second the local model does on this machine's
