@@ -200,7 +200,7 @@ class CompassService:
         The claim is in the database, so of the processes sweeping, one submits a stage's job."""
         if not self._settings.auto_compress:
             return 0
-        resubmit_before: datetime | None = self._clock() - timedelta(seconds=RESUBMIT_SECONDS)
+        resubmit_before: datetime | None = self._resubmit_before()
         candidates = await self._stages.pending_compression(limit, resubmit_before)
         if candidates and not await has_live_worker(self._jobs):
             resubmit_before = None  # the job submitted before is still queued
@@ -308,10 +308,13 @@ class CompassService:
         known = self._submitted.get(stage_id)
         if known is not None and time.monotonic() - known[0] < RESUBMIT_SECONDS:
             return known[1]
-        resubmit_before = self._clock() - timedelta(seconds=RESUBMIT_SECONDS)
-        if await self._stages.claim_compression(stage_id, resubmit_before):
+        if await self._stages.claim_compression(stage_id, self._resubmit_before()):
             return await self._submit(stage_id)
         return None
+
+    def _resubmit_before(self) -> datetime:
+        """A claim taken before this may be taken again (its job may be lost)."""
+        return self._clock() - timedelta(seconds=RESUBMIT_SECONDS)
 
     async def _ongoing(self, active: Stage | None) -> list[CriticalFact]:
         """The flagged memories and stated constraints of the active stage, so far."""

@@ -11,7 +11,7 @@ on (``agentcore.domain.stage_detection``). A memory that names its ``stage_id`` 
 A stage ended by a transition records nothing else: the orchestrator finds it with
 ``pending_compression`` (completed, no stage memory yet, its compression unclaimed) and claims
 it, and the stage that replaced it names it in ``metadata.previous_stage_id``. ``complete``
-claims the compression of the stage it ends, for its caller.
+claims the compression of the stage it ends or returns (unless claimed), for its caller.
 """
 
 from __future__ import annotations
@@ -129,9 +129,10 @@ class StageManager:
             return stage, await uow.stage_memories.get(stage_id)
 
     async def complete(self, task_id: str, stage_id: str) -> Stage:
-        """End the task's active stage ``stage_id`` and claim its compression (the caller
-        compresses it or submits the job); a stage already completed is returned as it is.
-        Raises ``StageNotFound``, or ``InvalidState`` for another task's stage."""
+        """End the task's active stage ``stage_id`` (a stage already completed is returned as
+        it is) and claim its compression unless somebody has (the caller compresses it or
+        submits the job). Raises ``StageNotFound``, or ``InvalidState`` for another task's
+        stage."""
         async with self._uow_factory() as uow:
             await uow.stages.lock_task(task_id)
             stage = await uow.stages.get(stage_id, lock=True)
@@ -141,13 +142,13 @@ class StageManager:
                 raise InvalidState(
                     "the stage belongs to another task", stage_id=stage_id, task_id=task_id
                 )
-            if stage.status is StageStatus.COMPLETED:
-                return stage
-            done = replace(stage, status=StageStatus.COMPLETED, completed_at=self._clock())
-            await uow.stages.update(done)
-            await uow.stages.claim_compression(stage_id, self._clock(), None)
+            now = self._clock()
+            if stage.status is not StageStatus.COMPLETED:
+                stage = replace(stage, status=StageStatus.COMPLETED, completed_at=now)
+                await uow.stages.update(stage)
+            await uow.stages.claim_compression(stage_id, now, None)
             await uow.commit()
-        return done
+        return stage
 
     async def stages_of(self, task_id: str) -> list[Stage]:
         """Oldest first."""
