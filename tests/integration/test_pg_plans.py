@@ -285,27 +285,45 @@ async def _best_of_both(postgres_url: str, url: str, scope: str) -> tuple[list[s
     return [hit.id for hit in hits], exact
 
 
-@pytest.mark.parametrize("by_impact", [True, False], ids=["best-postings", "every-posting"])
+@pytest.mark.parametrize("read", ["best-postings", "every-posting", "maxscore"])
 def test_a_search_finds_the_exact_best(
-    postgres_url: str, monkeypatch: pytest.MonkeyPatch, by_impact: bool
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch, read: str
 ) -> None:
-    """Reading each lexeme's best postings by impact, and reading every posting (each forced
-    by the bound on the postings read whole)."""
-    monkeypatch.setattr(postgres, "EVERY_POSTING_UP_TO", 0 if by_impact else 10**6)
+    """Reading each lexeme's best postings by impact, reading every posting (each forced by
+    the cost of a probe), and reading the rarer lexeme's postings with the frequent one's
+    probed (MaxScore, forced): its 600 documents' best 120 score above anything "garden" can
+    add, so no posting is read by impact."""
+    monkeypatch.setattr(postgres, "EVERY_POSTING_UP_TO", 0 if read == "best-postings" else 10**6)
+    if read == "maxscore":
+        monkeypatch.setattr(postgres.QueryWeights, "essential", lambda self, prefetch: 1)
     url = postgres_url.replace("postgresql+psycopg://", "postgresql://")
-    sent: list[str] = []
+    sent: list[tuple[str, Any]] = []
     execute = psycopg.AsyncCursor.execute
 
     async def record(cursor: Any, sql: Any, params: Any = None, **kwargs: Any) -> Any:
-        sent.append(str(sql))
+        sent.append((str(sql), params))
         return await execute(cursor, sql, params, **kwargs)
 
     with patch.object(psycopg.AsyncCursor, "execute", record):
-        found, exact = asyncio.run(_best_of_both(postgres_url, url, f"user:{by_impact}-"))
-    [bm25] = [sql for sql in sent if "WITH bm25" in sql]
-    assert ("ORDER BY p.impact DESC" in bm25) is by_impact
+        found, exact = asyncio.run(_best_of_both(postgres_url, url, f"user:{read}-"))
+    [(bm25, params)] = [(sql, params) for sql, params in sent if "WITH bm25" in sql]
+    assert ("ORDER BY p.impact DESC" in bm25) is (read != "every-posting")
     assert len(found) == 30
     assert set(found) == set(exact)
+    if read == "maxscore":
+        [plan] = _analyzed(url, bm25, params)
+        # the rare lexeme's postings summed, the impact read never run
+        assert "never executed" in _lines(plan, "ix_memory_lexical_terms_impact"), plan
+
+
+def _analyzed(url: str, sql: str, params: Any) -> list[str]:
+    with psycopg.connect(url) as conn:
+        rows = conn.execute("EXPLAIN (ANALYZE, COSTS OFF) " + sql, params).fetchall()
+    return ["\n".join(row[0] for row in rows)]
+
+
+def _lines(plan: str, name: str) -> str:
+    return "\n".join(line for line in plan.splitlines() if name in line)
 
 
 async def _keep(postgres_url: str) -> tuple[list[str], list[str], list[str]]:

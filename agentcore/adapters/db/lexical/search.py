@@ -54,7 +54,7 @@ from agentcore.adapters.db.lexical.coverage import (
     sqlite_matches,
 )
 from agentcore.adapters.db.lexical.in_memory import MemoryLexicon
-from agentcore.adapters.db.lexical.postgres import TermStats, bm25_params, bm25_statement
+from agentcore.adapters.db.lexical.postgres import TermStats, bm25_read, bm25_statement
 from agentcore.adapters.db.lexical.postgres import coverage as pg_coverage
 from agentcore.adapters.db.lexical.stored import StoredIndexes
 from agentcore.adapters.db.lexical.writer import (
@@ -132,9 +132,9 @@ class SqlLexicalIndex:
                 weights = await self._pg_stats.weights(conn, terms, flt.scope_keys)
                 if not weights.lexemes:
                     return []
-                params |= bm25_params(weights, flt.scope_keys, prefetch)
-                stmt = self._statement(flt, weights.read_whole(prefetch))
-                rows = (await conn.execute(stmt, params)).all()
+                whole, bm25 = bm25_read(weights, flt.scope_keys, prefetch)
+                stmt = self._statement(flt, whole)
+                rows = (await conn.execute(stmt, params | bm25)).all()
         else:
             stmt = self._statement(flt)
             scopes = scopes_match(scope_token(key) for key in dict.fromkeys(flt.scope_keys))
