@@ -6,12 +6,13 @@ from __future__ import annotations
 import asyncio
 import random
 from datetime import UTC, datetime
+from typing import Any
 
 import psycopg
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from agentcore.adapters.db.history_feed import SqlHistoryFeed
+from agentcore.adapters.db.history_feed import SAFE_MARK_REUSE_SECONDS, SqlHistoryFeed
 from agentcore.adapters.db.uow import SqlUnitOfWorkFactory
 from agentcore.domain.models import EventKind, MemoryEvent, new_id
 from tests.conftest import PG_HOST, _postgres_role
@@ -128,3 +129,40 @@ async def test_a_long_transaction_in_another_database_does_not_hold_the_feed_bac
     finally:
         other.rollback()
         other.close()
+
+
+# A writer's draw: its transaction takes an id first, as the history's insert does.
+_DRAW = "SELECT txid_current(), nextval('memory_history_position_seq')"
+
+
+def _connect(engine: AsyncEngine) -> psycopg.Connection[Any]:
+    return psycopg.connect(engine.url.render_as_string(hide_password=False).replace("+psycopg", ""))
+
+
+async def _head_after_reuse(feed: SqlHistoryFeed) -> int:
+    await asyncio.sleep(SAFE_MARK_REUSE_SECONDS * 2)
+    return await feed.head()
+
+
+async def test_a_writer_of_a_later_id_that_drew_first_holds_the_mark_back(
+    engine: AsyncEngine,
+) -> None:
+    """Two writers: the one with the lower transaction id draws the later position and ends
+    first. The other's id is then at or above its snapshot's ``xmax`` (the last ended id plus
+    one), which the mark used to take for ended: its position was passed before it committed,
+    and its event never sent (the change stream's rare stall under concurrent writes)."""
+    if engine.dialect.name != "postgresql":
+        pytest.skip("PostgreSQL only: SQLite's positions are final when written")
+    feed = SqlHistoryFeed(engine)
+    earlier, later = _connect(engine), _connect(engine)
+    try:
+        earlier.execute("SELECT txid_current()")  # the lower id
+        held = int(later.execute(_DRAW).fetchone()[1])  # type: ignore[index]
+        ended = int(earlier.execute(_DRAW).fetchone()[1])  # type: ignore[index]
+        earlier.commit()
+        assert await _head_after_reuse(feed) < held
+        later.commit()
+        assert await _head_after_reuse(feed) == ended
+    finally:
+        earlier.close()
+        later.close()

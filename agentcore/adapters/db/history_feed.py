@@ -6,13 +6,16 @@ Only positions that can no longer be preceded are read. SQLite writes one transa
 time and takes the next position inside it, so every committed position is final. PostgreSQL
 draws positions from a sequence when a row is inserted, not when it commits: a reader that
 delivered position 7 could later see position 6 commit. So a position is read only below a
-*safe* mark: the sequence's value ``L`` read at some moment is safe once every transaction that
-had an id then has ended (the insert trigger gives a transaction its id before it draws, so
-whatever drew at most ``L`` had one): the snapshot's ``xmax`` taken right after ``L`` bounds
-those transactions' ids, and ``L`` is safe once no transaction *of this database* with an
-older id is running (``pg_stat_activity``). Only this database's transactions write its
-history: a long transaction in another database of the cluster (which a snapshot's ``xmin``
-counts) must not hold the stream back.
+*safe* mark: the sequence's value ``L`` read at some moment is safe once every transaction *of
+this database* that was writing right after that read has ended (the insert trigger gives a
+transaction its id before it draws, so whatever drew at most ``L`` and had not ended was
+one of them; whatever had ended is committed or gone). Those transactions are taken from
+``pg_stat_activity`` by id (each read in a statement of its own: autocommit, so each sees the
+sessions as they are then, not as at a transaction's first look). Not by comparing ids with a
+snapshot's ``xmax``: that is the last *ended* id plus one, so a writer whose id was above it
+(it got its id after the last one to end, and drew before it) was taken for ended, its
+position passed, and its event never sent. Only this database's transactions write its
+history: a long transaction in another database of the cluster must not hold the stream back.
 """
 
 from __future__ import annotations
@@ -40,7 +43,8 @@ class SqlHistoryFeed:
         self._lock = asyncio.Lock()
         self._safe = 0
         self._safe_read_at = -1.0
-        self._candidate: tuple[int, int] | None = None  # (sequence value, xmax right after)
+        # (sequence value, the ids of this database's writers right after it was read)
+        self._candidate: tuple[int, list[int]] | None = None
 
     async def head(self) -> int:
         """The highest position a reader may deliver now (0 when there is none)."""
@@ -79,7 +83,7 @@ class SqlHistoryFeed:
     async def _advance(self, conn: AsyncConnection) -> int:
         """The safe mark now (see the module doc); each statement reads its own snapshot."""
         safe = self._safe
-        if self._candidate is not None and not await self._older_running(conn, self._candidate[1]):
+        if self._candidate is not None and not await self._writers(conn, self._candidate[1]):
             safe, self._candidate = self._candidate[0], None
         if self._candidate is None:
             row = (
@@ -88,25 +92,24 @@ class SqlHistoryFeed:
                 )
             ).one()
             drawn = int(row.last_value) if row.is_called else int(row.last_value) - 1
-            xmax = await conn.scalar(text("SELECT pg_snapshot_xmax(pg_current_snapshot())::text"))
             if drawn > safe:
-                if await self._older_running(conn, int(xmax)):
-                    self._candidate = (drawn, int(xmax))
+                writers = await self._writers(conn)
+                if writers:
+                    self._candidate = (drawn, writers)
                 else:
                     safe = drawn
         return safe
 
     @staticmethod
-    async def _older_running(conn: AsyncConnection, xmax: int) -> bool:
-        """Whether a transaction of this database whose id is below ``xmax`` (a 64-bit id)
-        is still running (ids compared modulo 2^32, as PostgreSQL compares them)."""
+    async def _writers(conn: AsyncConnection, among: list[int] | None = None) -> list[int]:
+        """The ids of this database's transactions writing now (of ``among`` only, if given)."""
         found = await conn.scalar(
             text(
-                "SELECT count(*) FROM pg_stat_activity"
+                "SELECT array_agg(backend_xid::text::bigint) FROM pg_stat_activity"
                 " WHERE datname = current_database() AND backend_xid IS NOT NULL"
-                " AND ((:xmax - backend_xid::text::bigint + 4294967296) % 4294967296)"
-                " BETWEEN 1 AND 2147483647"
+                " AND (CAST(:among AS bigint[]) IS NULL"
+                " OR backend_xid::text::bigint = ANY(CAST(:among AS bigint[])))"
             ),
-            {"xmax": xmax % 4294967296},
+            {"among": among},
         )
-        return bool(found)
+        return [int(xid) for xid in found or ()]
