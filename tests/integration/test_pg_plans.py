@@ -53,10 +53,10 @@ def unanalyzed(postgres_url: str) -> str:
     return url
 
 
-def _plans(url: str, statements: list[tuple[str, Any]]) -> list[str]:
+def _plans(url: str, statements: list[tuple[str, Any]], explain: str = "EXPLAIN") -> list[str]:
     with psycopg.connect(url) as conn:
         return [
-            "\n".join(row[0] for row in conn.execute("EXPLAIN " + sql, params).fetchall())
+            "\n".join(row[0] for row in conn.execute(f"{explain} {sql}", params).fetchall())
             for sql, params in statements
         ]
 
@@ -114,7 +114,11 @@ def _check_plans(url: str, postgres_url: str, whole: bool, vacuumed: bool) -> No
 
 
 def _index_conditions(plan: str) -> str:
-    return "\n".join(line for line in plan.splitlines() if "Index Cond" in line)
+    return _lines(plan, "Index Cond")
+
+
+def _lines(plan: str, name: str) -> str:
+    return "\n".join(line for line in plan.splitlines() if name in line)
 
 
 def test_a_search_reads_its_candidates_by_primary_key(
@@ -311,19 +315,9 @@ def test_a_search_finds_the_exact_best(
     assert len(found) == 30
     assert set(found) == set(exact)
     if read == "maxscore":
-        [plan] = _analyzed(url, bm25, params)
+        [plan] = _plans(url, [(bm25, params)], "EXPLAIN (ANALYZE, COSTS OFF)")
         # the rare lexeme's postings summed, the impact read never run
         assert "never executed" in _lines(plan, "ix_memory_lexical_terms_impact"), plan
-
-
-def _analyzed(url: str, sql: str, params: Any) -> list[str]:
-    with psycopg.connect(url) as conn:
-        rows = conn.execute("EXPLAIN (ANALYZE, COSTS OFF) " + sql, params).fetchall()
-    return ["\n".join(row[0] for row in rows)]
-
-
-def _lines(plan: str, name: str) -> str:
-    return "\n".join(line for line in plan.splitlines() if name in line)
 
 
 async def _keep(postgres_url: str) -> tuple[list[str], list[str], list[str]]:
