@@ -288,13 +288,21 @@ _SCORE = (
     f"w.weight * t.tf * {K1 + 1} "
     f"/ (t.tf + {K1} * (0.25 + 0.75 * t.doc_len::float8 / :average_length))"
 )
+# Postings are summed per document by sorting them on its id, compared in the "C" collation
+# (bytes): in the database's (C.UTF-8 here, often en_US.UTF-8) each comparison goes through
+# strcoll and PostgreSQL sorts without abbreviated keys. One question's 62,000 postings at
+# 100,000 memories: reading them 26 ms, the whole statement 137 ms, 108 ms sorted in "C"
+# (medians of 8). The id leaves in the database's collation again: the rows of ``memories``
+# are read by it through their key, which is in that collation.
+_BY_DOCUMENT = 't.memory_id COLLATE "C"'
+_DOCUMENT = f'({_BY_DOCUMENT}) COLLATE "default" AS memory_id'
 _BM25_WHOLE = f"""
-SELECT t.memory_id, sum({_SCORE}) AS score
+SELECT {_DOCUMENT}, sum({_SCORE}) AS score
 FROM {FTS_TERMS} AS t
 JOIN unnest(CAST(:lexemes AS text[]), CAST(:weights AS float8[])) AS w (lexeme, weight)
     ON w.lexeme = t.lexeme
 WHERE t.scope_key = ANY(:keys) AND t.lexeme = ANY(:lexemes)
-GROUP BY t.memory_id
+GROUP BY {_BY_DOCUMENT}
 ORDER BY score DESC
 LIMIT :prefetch
 """
@@ -319,11 +327,11 @@ WITH essential (lexeme, weight) AS (
 ), w (lexeme, weight) AS (
     SELECT * FROM unnest(CAST(:lexemes AS text[]), CAST(:weights AS float8[]))
 ), partial AS MATERIALIZED (
-    SELECT t.memory_id, sum({_SCORE.replace("w.weight", "e.weight")}) AS score
+    SELECT {_DOCUMENT}, sum({_SCORE.replace("w.weight", "e.weight")}) AS score
     FROM {FTS_TERMS} AS t
     JOIN essential AS e ON e.lexeme = t.lexeme
     WHERE t.scope_key = ANY(:keys) AND t.lexeme = ANY(:read_lexemes)
-    GROUP BY t.memory_id
+    GROUP BY {_BY_DOCUMENT}
 ), floor AS MATERIALIZED (
     SELECT coalesce(
         (SELECT score FROM partial ORDER BY score DESC OFFSET :prefetch - 1 LIMIT 1), 0
