@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 import numpy.typing as npt
@@ -129,7 +130,8 @@ class _Reader:
         self._at += int(blob_size)
         if offsets[-1] != len(blob) or np.any(np.diff(offsets) < 0):
             raise WeightsError("the packed e5 model's vocabulary offsets are inconsistent")
-        pieces = [blob[offsets[i] : offsets[i + 1]].decode("utf-8") for i in range(count)]
+        bounds = offsets.tolist()  # Python ints: indexing the array is a numpy scalar each
+        pieces = [blob[start:end].decode("utf-8") for start, end in pairwise(bounds)]
         entries, size = (int(v) for v in self._take("iI"))
         end = self._at + size
         normalization: dict[int, str] = {}

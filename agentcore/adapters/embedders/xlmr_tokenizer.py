@@ -49,14 +49,24 @@ def xlmr_tokenizer(
 def _model_proto(vocabulary: Vocabulary) -> bytes:
     """A ``ModelProto``: the pieces with scores and types (1), the trainer spec naming the
     unigram model and the special ids (2), and an identity normalizer (3) that still adds the
-    leading "▁", removes extra whitespace and writes spaces as "▁"."""
-    special = {vocabulary.bos: _CONTROL, vocabulary.eos: _CONTROL, vocabulary.pad: _CONTROL}
-    special[vocabulary.unk] = _UNKNOWN
+    leading "▁", removes extra whitespace and writes spaces as "▁". The 250k pieces are
+    written with their fields' tags as constants (0.7 s a start-up with each tag encoded
+    apiece)."""
+    kinds = {vocabulary.bos: _CONTROL, vocabulary.eos: _CONTROL, vocabulary.pad: _CONTROL}
+    kinds[vocabulary.unk] = _UNKNOWN
+    piece_tag, score_tag, kind_tag = _tag(1, 2), _tag(2, 5), _tag(3, 0)
+    score_bytes = struct.Struct("<f").pack
     pieces = bytearray()
-    for index, (piece, score) in enumerate(zip(vocabulary.pieces, vocabulary.scores, strict=True)):
-        kind = special.get(index, _USER_DEFINED if piece == "<mask>" else _NORMAL)
-        entry = _bytes(1, piece.encode("utf-8")) + _float(2, float(score)) + _int(3, kind)
-        pieces += _bytes(1, entry)
+    for index, (piece, score) in enumerate(
+        zip(vocabulary.pieces, vocabulary.scores.tolist(), strict=True)
+    ):
+        kind = kinds.get(index, _USER_DEFINED if piece == "<mask>" else _NORMAL)
+        text = piece.encode("utf-8")
+        entry = b"".join(
+            (piece_tag, _varint(len(text)), text, score_tag, score_bytes(score), kind_tag)
+        )
+        entry += _SMALL[kind]
+        pieces += piece_tag + _varint(len(entry)) + entry
     trainer = (
         _int(3, _UNIGRAM)
         + _int(4, len(vocabulary.pieces))
@@ -69,7 +79,12 @@ def _model_proto(vocabulary: Vocabulary) -> bytes:
     return bytes(pieces) + _bytes(2, trainer) + _bytes(3, normalizer)
 
 
+_SMALL = [bytes((value,)) for value in range(0x80)]  # a varint below 128 is its one byte
+
+
 def _varint(value: int) -> bytes:
+    if value < 0x80:
+        return _SMALL[value]
     out = bytearray()
     while True:
         low, value = value & 0x7F, value >> 7
@@ -79,13 +94,13 @@ def _varint(value: int) -> bytes:
         out.append(low | 0x80)
 
 
+def _tag(field: int, wire_type: int) -> bytes:
+    return _varint(field << 3 | wire_type)
+
+
 def _int(field: int, value: int) -> bytes:  # wire type 0: a varint
-    return _varint(field << 3) + _varint(value)
-
-
-def _float(field: int, value: float) -> bytes:  # wire type 5: 32 bits
-    return _varint(field << 3 | 5) + struct.pack("<f", value)
+    return _tag(field, 0) + _varint(value)
 
 
 def _bytes(field: int, payload: bytes) -> bytes:  # wire type 2: length-delimited
-    return _varint(field << 3 | 2) + _varint(len(payload)) + payload
+    return _tag(field, 2) + _varint(len(payload)) + payload
