@@ -62,10 +62,8 @@ def _model_proto(vocabulary: Vocabulary) -> bytes:
     ):
         kind = kinds.get(index, _USER_DEFINED if piece == "<mask>" else _NORMAL)
         text = piece.encode("utf-8")
-        entry = b"".join(
-            (piece_tag, _varint(len(text)), text, score_tag, score_bytes(score), kind_tag)
-        )
-        entry += _SMALL[kind]
+        entry = piece_tag + _varint(len(text)) + text  # 1: the piece
+        entry += score_tag + score_bytes(score) + kind_tag + _varint(kind)  # 2: score, 3: type
         pieces += piece_tag + _varint(len(entry)) + entry
     trainer = (
         _int(3, _UNIGRAM)
